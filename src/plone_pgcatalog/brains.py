@@ -1,0 +1,172 @@
+"""Lazy results and brains.
+
+Owns: the sequence a search returns and the brains in it.  The search
+itself fetched only ``(zoid, path)`` of the window; the metadata of the
+whole result is loaded in one batch query the first time any brain's
+metadata is read, and decoded per brain when it is read.
+
+Brains have ZCatalog's brain API (``ICatalogBrain``): ``getPath``,
+``getURL``, ``getObject``, ``_unrestrictedGetObject``, ``getRID``,
+``has_key``, metadata as attributes and items (``Missing.Value`` when a
+column has no value), and they are acquisition-wrapped in the catalog as
+ZCatalog's are.  Must not build SQL; it calls ``search.load_metadata``.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from Acquisition import aq_get
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from Acquisition import Implicit
+from collections.abc import Callable
+from collections.abc import Sequence
+from plone_pgcatalog import metadata
+from Products.ZCatalog.interfaces import ICatalogBrain
+from zope.globalrequest import getRequest
+from zope.interface import implementer
+from ZPublisher.BaseRequest import RequestContainer
+
+import Missing
+
+
+class MetadataBatch:
+    """The metadata of one result, loaded in one query on first use."""
+
+    def __init__(self, zoids: list[int], load: Callable[[list[int]], dict]):
+        self._zoids = zoids
+        self._load = load
+        self._rows: dict | None = None
+
+    def get(self, zoid: int) -> dict:
+        if self._rows is None:
+            self._rows = self._load(self._zoids)
+        return self._rows.get(zoid) or {}
+
+
+@implementer(ICatalogBrain)
+class PGCatalogBrain(Implicit):
+    """One search result; see the module docstring."""
+
+    __allow_access_to_unprotected_subobjects__ = True
+
+    data_record_score_ = None
+    data_record_normalized_score_ = None
+
+    def __init__(self, zoid: int, path: str, schema, batch: MetadataBatch):
+        self.data_record_id_ = zoid
+        self._path = path
+        self._schema = schema
+        self._batch = batch
+        self._decoded: dict = {}
+
+    def _value(self, name: str):
+        try:
+            return self._decoded[name]
+        except KeyError:
+            pass
+        raw = self._batch.get(self.data_record_id_)
+        value = metadata.decode(raw[name]) if name in raw else Missing.Value
+        self._decoded[name] = value
+        return value
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self._schema:
+            raise AttributeError(name)
+        return self._value(name)
+
+    def __getitem__(self, name: str):
+        if name not in self._schema:
+            raise KeyError(name)
+        return self._value(name)
+
+    def has_key(self, key: str) -> bool:
+        return key in self._schema
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._schema
+
+    def __repr__(self) -> str:
+        return f"<PGCatalogBrain {self._path!r}>"
+
+    def getPath(self) -> str:
+        return self._path
+
+    def getRID(self) -> int:
+        return self.data_record_id_
+
+    def getURL(self, relative: int = 0) -> str:
+        request = aq_get(self, "REQUEST", None)
+        if request is None:
+            request = getRequest()
+        return request.physicalPathToURL(self._path, relative)
+
+    def _traversal_root(self):
+        """The catalog, or the root in the request's context if unwrapped."""
+        parent = aq_parent(aq_inner(self))
+        if aq_get(parent, "REQUEST", None) is None:
+            request = getRequest()
+            if request is not None:
+                root = parent.getPhysicalRoot()
+                parent = aq_base(root).__of__(RequestContainer(REQUEST=request))
+        return parent
+
+    def _unrestrictedGetObject(self):
+        return self._traversal_root().unrestrictedTraverse(self._path)
+
+    def getObject(self, REQUEST=None):
+        # As ZCatalog: the last step is checked, the ones above it are not.
+        path = self._path.split("/")
+        parent = self._traversal_root()
+        if len(path) > 1:
+            parent = parent.unrestrictedTraverse(path[:-1])
+        return parent.restrictedTraverse(path[-1])
+
+
+class LazyResults(Sequence):
+    """What ``searchResults`` returns: a sequence of brains.
+
+    ``len()`` is the number of brains in it (the window, when ``b_size`` or
+    ``sort_limit`` cut it); ``actual_result_count`` is the number of
+    matches, as in ZCatalog.
+    """
+
+    __allow_access_to_unprotected_subobjects__ = True
+
+    def __init__(
+        self,
+        ids: list[tuple[int, str]],
+        actual_result_count: int,
+        catalog,
+        schema,
+        load_metadata: Callable[[list[int]], dict],
+    ):
+        self._ids = ids
+        self.actual_result_count = actual_result_count
+        self._catalog = catalog
+        self._schema = frozenset(schema)
+        self._batch = MetadataBatch([zoid for zoid, _ in ids], load_metadata)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def _brain(self, position: int) -> PGCatalogBrain:
+        zoid, path = self._ids[position]
+        brain = PGCatalogBrain(zoid, path, self._schema, self._batch)
+        return brain.__of__(self._catalog)
+
+    def __getitem__(self, position):
+        if isinstance(position, slice):
+            return [self._brain(i) for i in range(*position.indices(len(self)))]
+        if position < 0:
+            position += len(self)
+        if not 0 <= position < len(self):
+            raise IndexError(position)
+        return self._brain(position)
+
+    def __iter__(self):
+        for position in range(len(self)):
+            yield self._brain(position)
+
+    def __repr__(self) -> str:
+        return f"<LazyResults of {len(self)} (of {self.actual_result_count})>"

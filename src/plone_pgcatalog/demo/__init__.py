@@ -1,0 +1,1 @@
+"""Demo machinery behind ``make run``: a local Plone site on the catalog."""

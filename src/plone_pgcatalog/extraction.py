@@ -1,0 +1,87 @@
+"""Extraction: one object in, one catalog row out.
+
+Owns: reading every index value and metadata column of an object in one
+pass, through the same indexable wrapper (plone.indexer, CMF workflow
+variables) that ZCatalog would see, into a JSON-ready ``CatalogRow``.
+
+Must not touch SQL or connections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from plone_pgcatalog import metadata
+from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.registry import MISSING
+from plone_pgcatalog.registry import path_depth
+from Products.ZCatalog.Catalog import safe_callable
+
+import logging
+import Missing
+
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    """What the catalog stores for one object, ready for PostgreSQL."""
+
+    zoid: int
+    path: str
+    idx: dict
+    meta: dict
+    searchable_text: str | None
+
+    @property
+    def parent_path(self) -> str:
+        parent = self.path.rsplit("/", 1)[0]
+        return parent or "/"
+
+    @property
+    def path_depth(self) -> int:
+        return path_depth(self.path)
+
+
+def index_values(indexes: dict, wrapped, only: set[str] | None = None) -> dict:
+    """``{index name: JSON value}`` of ``wrapped`` for the given indexes."""
+    values = {}
+    for name, index in indexes.items():
+        if only is not None and name not in only:
+            continue
+        translator = get_translator(index.meta_type)
+        if translator is None:
+            logger.warning(
+                "index %r: no translator for meta_type %r, not indexed",
+                name,
+                index.meta_type,
+            )
+            continue
+        value = translator.extract(index, wrapped)
+        if value is not MISSING:
+            values[name] = value
+    return values
+
+
+def metadata_values(columns, wrapped) -> dict:
+    """``{column: JSON value}``, computed as ZCatalog's ``recordify`` does."""
+    values = {}
+    for column in columns:
+        value = getattr(wrapped, column, Missing.Value)
+        if value is not Missing.Value and safe_callable(value):
+            value = value()
+        values[column] = metadata.encode(value)
+    return values
+
+
+def extract_row(zoid: int, path: str, indexes: dict, columns, wrapped) -> CatalogRow:
+    """Build the complete catalog row of one object."""
+    idx = index_values(indexes, wrapped)
+    searchable_text = idx.pop("SearchableText", None)
+    return CatalogRow(
+        zoid=zoid,
+        path=path,
+        idx=idx,
+        meta=metadata_values(columns, wrapped),
+        searchable_text=searchable_text,
+    )

@@ -1,0 +1,59 @@
+"""Interfaces of plone_pgcatalog.
+
+Owns: the contracts between the tool, the index translators (the extension
+point for add-ons) and the write path.
+
+Must not import implementation modules of this package.
+"""
+
+from __future__ import annotations
+
+from plone.base.interfaces import IPloneCatalogTool
+from zope.interface import Attribute
+from zope.interface import Interface
+
+
+class IPGCatalogTool(IPloneCatalogTool):
+    """``portal_catalog`` backed by PostgreSQL.
+
+    Besides Plone's catalog API (``IPloneCatalogTool`` and, through it,
+    CMFCore's ``ICatalogTool`` and ``IZCatalog``) it answers what the SQL
+    side needs: which index definitions exist and where its site lives.
+    """
+
+    def getIndexDefinitions():
+        """Return ``{name: index object}`` of every catalog index.
+
+        The index objects are ZCatalog's own plug-in index classes, kept
+        only as definitions (meta_type, indexed attributes, options); they
+        never hold data.
+        """
+
+
+class IIndexTranslator(Interface):
+    """How one index type is extracted, stored and queried.
+
+    Registered as a utility named after the index ``meta_type``; an add-on
+    that brings its own index type registers one more.  Translators are
+    pure: they see objects and query values, never a database.
+    """
+
+    query_options = Attribute("Options accepted in a query record, as ZCatalog.")
+
+    def extract(index, obj):
+        """Return the JSON-ready value stored in ``idx`` for ``obj``.
+
+        ``MISSING`` (from ``plone_pgcatalog.registry``) means that the
+        object has no value for this index, as ZCatalog leaves it out.
+        """
+
+    def where(index, query):
+        """Return ``(sql.Composable, params)`` restricting rows to ``query``.
+
+        ``query`` is a ``Products.ZCatalog.query.IndexQuery``; ``None``
+        means that this index does not restrict the result.
+        """
+
+    def sort_expressions(index):
+        """Return SQL expressions to ``ORDER BY`` for this index, or ``None``
+        when the index cannot sort (ZCatalog then raises CatalogError)."""

@@ -1,0 +1,84 @@
+"""Metadata values: Python values of catalog columns to JSON and back.
+
+Owns: the JSON form of metadata (the ``meta`` column), chosen so that a
+brain gives back the same Python values and types that ZCatalog's brains
+give: ``DateTime`` (with its timezone and microseconds), ``datetime``,
+``date``, tuples, ``Missing.Value``.
+
+JSON-native values are stored as they are.  Others are tagged objects
+with a single key starting with ``@``::
+
+    DateTime      {"@dt": [micros, tz, timezone_naive]}
+    datetime      {"@datetime": "2026-01-02T03:04:05+00:00"}
+    date          {"@date": "2026-01-02"}
+    tuple         {"@tuple": [...]}
+    Missing.Value {"@missing": true}
+    other         {"@str": "str(value)"}   (decoded as that string)
+
+Pure: no database, no Zope beyond DateTime and Missing.
+"""
+
+from __future__ import annotations
+
+from DateTime import DateTime
+
+import datetime
+import Missing
+
+
+def encode(value):
+    """Return the JSON form of a metadata value."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if value is Missing.Value:
+        return {"@missing": True}
+    if isinstance(value, DateTime):
+        micros, naive, tz = value.__getstate__()
+        return {"@dt": [micros, tz, naive]}
+    if isinstance(value, datetime.datetime):
+        return {"@datetime": value.isoformat()}
+    if isinstance(value, datetime.date):
+        return {"@date": value.isoformat()}
+    if isinstance(value, tuple):
+        return {"@tuple": [encode(item) for item in value]}
+    if isinstance(value, list):
+        return [encode(item) for item in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        if len(value) == 1 and next(iter(value)).startswith("@"):
+            # A real dict that looks like a tag: wrap it so it stays a dict.
+            return {"@dict": {k: encode(v) for k, v in value.items()}}
+        return {k: encode(v) for k, v in value.items()}
+    if isinstance(value, bytes):
+        return {"@str": value.decode("utf-8", "replace")}
+    return {"@str": str(value)}
+
+
+def _new_datetime(micros: int, tz: str, naive: bool) -> DateTime:
+    value = DateTime.__new__(DateTime)
+    value.__setstate__((micros, naive, tz))
+    return value
+
+
+_DECODERS = {
+    "@missing": lambda payload: Missing.Value,
+    "@dt": lambda payload: _new_datetime(*payload),
+    "@datetime": datetime.datetime.fromisoformat,
+    "@date": datetime.date.fromisoformat,
+    "@tuple": lambda payload: tuple(decode(item) for item in payload),
+    "@dict": lambda payload: {k: decode(v) for k, v in payload.items()},
+    "@str": str,
+}
+
+
+def decode(value):
+    """Return the Python value of a JSON metadata value."""
+    if isinstance(value, dict):
+        if len(value) == 1:
+            key = next(iter(value))
+            decoder = _DECODERS.get(key)
+            if decoder is not None:
+                return decoder(value[key])
+        return {k: decode(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [decode(item) for item in value]
+    return value

@@ -1,0 +1,135 @@
+"""The zodb-pgjsonb state processor: the only writer of catalog data.
+
+Owns: writing catalog rows inside the ZODB two-phase commit.
+
+- ``process()`` runs when zodb-pgjsonb queues an object's state during the
+  commit; if the transaction cataloged that object, its catalog columns
+  go into the same ``INSERT`` as the state.
+- ``finalize()`` runs at the end of the vote on the writing cursor: rows of
+  cataloged objects whose state was not stored are updated, uncataloged
+  paths are cleared, and the change counter moves.
+
+Both read only the transaction's ``PendingCatalog``.  An abort rolls the
+PostgreSQL transaction back with everything else.  Must not open
+connections.
+"""
+
+from __future__ import annotations
+
+from plone_pgcatalog import schema
+from plone_pgcatalog.extraction import CatalogRow
+from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.registry import path_clause
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from zodb_pgjsonb.storage import ExtraColumn
+
+import logging
+
+
+logger = logging.getLogger(__name__)
+
+_COLUMNS = [
+    ExtraColumn("path", "%(path)s"),
+    ExtraColumn("parent_path", "%(parent_path)s"),
+    ExtraColumn("path_depth", "%(path_depth)s"),
+    ExtraColumn("idx", "%(idx)s"),
+    ExtraColumn("meta", "%(meta)s"),
+    ExtraColumn(
+        "searchable_text", "to_tsvector('simple'::regconfig, %(searchable_text)s)"
+    ),
+]
+
+_UPDATE_ROW = sql.SQL(
+    "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s,"
+    " path_depth = %(path_depth)s, idx = %(idx)s, meta = %(meta)s,"
+    " searchable_text = to_tsvector('simple'::regconfig, %(searchable_text)s)"
+    " WHERE zoid = %(zoid)s"
+)
+
+
+
+_CLEAR_WHERE = sql.SQL(
+    "UPDATE object_state SET path = NULL, parent_path = NULL, path_depth = NULL,"
+    " idx = NULL, meta = NULL, searchable_text = NULL"
+    " WHERE {} AND idx IS NOT NULL AND NOT zoid = ANY(%s)"
+)
+
+
+def row_params(row: CatalogRow) -> dict:
+    """Bound parameters of one row, keyed by column name."""
+    return {
+        "zoid": row.zoid,
+        "path": row.path,
+        "parent_path": row.parent_path,
+        "path_depth": row.path_depth,
+        "idx": Jsonb(row.idx),
+        "meta": Jsonb(row.meta),
+        "searchable_text": row.searchable_text,
+    }
+
+
+class CatalogStateProcessor:
+    """Registered on a ``PGJsonbStorage``; see the module docstring."""
+
+    def get_extra_columns(self) -> list[ExtraColumn]:
+        return list(_COLUMNS)
+
+    def get_schema_sql(self) -> str:
+        return schema.BASE_DDL
+
+    def process(self, zoid: int, class_mod: str, class_name: str, state) -> dict | None:
+        pending = current_pending()
+        if pending is None:
+            return None
+        row = pending.rows.get(zoid)
+        if row is None:
+            return None
+        pending.written.add(zoid)
+        return row_params(row)
+
+    def finalize(self, cursor) -> None:
+        pending = current_pending()
+        if not pending:
+            return
+        unwritten = [
+            row_params(row)
+            for zoid, row in pending.rows.items()
+            if zoid not in pending.written
+        ]
+        if unwritten:
+            cursor.executemany(_UPDATE_ROW, unwritten)
+        kept = list(pending.rows)
+        if pending.removed_paths:
+            paths = sql.SQL("path = ANY(%s)")
+            cursor.execute(
+                _CLEAR_WHERE.format(paths), (sorted(pending.removed_paths), kept)
+            )
+        for root in sorted(pending.cleared_subtrees):
+            subtree, params = path_clause(root, -1)
+            cursor.execute(_CLEAR_WHERE.format(subtree), (*params, kept))
+        cursor.execute(schema.BUMP_COUNTER)
+        logger.debug(
+            "catalog: %d rows written, %d paths removed",
+            len(pending.rows),
+            len(pending.removed_paths),
+        )
+
+
+def register(storage) -> CatalogStateProcessor | None:
+    """Register the processor on a zodb-pgjsonb storage, once.
+
+    Returns the processor, or ``None`` when ``storage`` is not a
+    zodb-pgjsonb storage (the catalog then cannot write and says so when
+    it is used).
+    """
+    from zodb_pgjsonb.storage import PGJsonbStorage
+
+    if not isinstance(storage, PGJsonbStorage):
+        return None
+    for processor in storage._state_processors:
+        if isinstance(processor, CatalogStateProcessor):
+            return processor
+    processor = CatalogStateProcessor()
+    storage.register_state_processor(processor)
+    return processor

@@ -1,0 +1,475 @@
+"""Index translators: how each ZCatalog index type is extracted and queried.
+
+Owns: one translator per index ``meta_type`` (FieldIndex, KeywordIndex,
+DateIndex, BooleanIndex, UUIDIndex, DateRangeIndex, ExtendedPathIndex,
+ZCTextIndex, GopipIndex, DateRecurringIndex), the lookup that lets add-ons
+register their own as named ``IIndexTranslator`` utilities, and the JSON
+form of index values.
+
+Extraction calls the helper methods of ZCatalog's own index classes
+(``_get_object_datum``, ``_convert``, ``_get_object_keywords``, ...), so a
+value is indexed exactly when and as ZCatalog would index it.
+
+Query translation is pure: ``IndexQuery`` in, ``(sql.Composable, params)``
+out.  JSON keys come from index definitions (``sql.Literal``), values are
+always bound parameters.  Must not import the tool, connections or brains.
+"""
+
+from __future__ import annotations
+
+from DateTime import DateTime
+from plone_pgcatalog.errors import QueryError
+from plone_pgcatalog.interfaces import IIndexTranslator
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from zope.component import queryUtility
+from zope.interface import implementer
+
+import datetime
+
+
+#: Returned by ``extract`` when the object has no value for an index.
+MISSING = object()
+
+#: The column that holds the catalog's index values.
+IDX = sql.Identifier("idx")
+
+# Text compares like Python's str: by code point.  With UTF-8, byte order
+# ("C" collation) is code point order; a language collation is not.
+COLLATE_C = sql.SQL(' COLLATE "C"')
+
+
+def json_key(index_name: str) -> sql.Composed:
+    """``idx->'name'``: the JSONB value of one index."""
+    return sql.SQL("(idx -> {})").format(sql.Literal(index_name))
+
+
+def text_key(index_name: str) -> sql.Composed:
+    """``idx->>'name'`` compared by code point, as Python compares str."""
+    return sql.SQL("((idx ->> {})").format(sql.Literal(index_name)) + COLLATE_C + (
+        sql.SQL(")")
+    )
+
+
+def comparable(value):
+    """Return the JSON form of a FieldIndex-like value.
+
+    JSON-native values stay as they are; DateTime and datetime become their
+    microseconds since the epoch (they compare like the Python objects);
+    sequences become lists.  Anything else is stored as its ``str``.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, DateTime):
+        return value.micros()
+    if isinstance(value, datetime.datetime):
+        return DateTime(value).micros()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [comparable(item) for item in value]
+    return str(value)
+
+
+def _attr(index) -> str:
+    names = index.getIndexSourceNames()
+    return names[0] if names else index.getId()
+
+
+def _compare(index_name: str, value, operator: str) -> tuple[sql.Composable, list]:
+    """One comparison of the index value with ``value`` (str or JSON)."""
+    if isinstance(value, str):
+        return text_key(index_name) + sql.SQL(f" {operator} %s"), [value]
+    return json_key(index_name) + sql.SQL(f" {operator} %s"), [Jsonb(value)]
+
+
+def _range_clause(index, keys, range_spec: str) -> tuple[sql.Composable, list]:
+    name = index.getId()
+    parts, params = [], []
+    if "min" in range_spec:
+        clause, values = _compare(name, min(keys), ">=")
+        parts.append(clause)
+        params += values
+    if "max" in range_spec:
+        clause, values = _compare(name, max(keys), "<=")
+        parts.append(clause)
+        params += values
+    if not parts:
+        raise QueryError(f"index {name!r}: range {range_spec!r} is not valid")
+    return sql.SQL(" AND ").join(parts), params
+
+
+@implementer(IIndexTranslator)
+class FieldTranslator:
+    """FieldIndex (and the single-valued types built like it)."""
+
+    query_options = ("query", "range", "not")
+
+    def convert(self, index, value):
+        """The stored form of a value, as the ZCatalog index converts it."""
+        return comparable(index._convert(value, default=value))
+
+    def extract(self, index, obj):
+        datum = index._get_object_datum(obj, _attr(index))
+        if datum is None:
+            return MISSING
+        from Products.PluginIndexes.unindex import _marker
+
+        if datum is _marker:
+            return MISSING
+        datum = index._convert(datum, default=_marker)
+        if datum is _marker:
+            return MISSING
+        return comparable(datum)
+
+    def where(self, index, query):
+        name = index.getId()
+        keys = [self.convert(index, key) for key in query.keys or ()]
+        clauses, params = [], []
+        range_spec = query.get("range")
+        if range_spec and keys:
+            clause, values = _range_clause(index, keys, range_spec)
+            clauses.append(clause)
+            params += values
+        elif keys:
+            if query.get("operator", "or") == "and" and len(set(map(repr, keys))) > 1:
+                # One value per object: no object equals two different values.
+                return sql.SQL("FALSE"), []
+            clauses.append(json_key(name) + sql.SQL(" = ANY(%s)"))
+            params.append([Jsonb(key) for key in keys])
+        not_keys = query.get("not")
+        if not_keys:
+            not_values = [Jsonb(self.convert(index, key)) for key in not_keys]
+            clauses.append(
+                sql.SQL("({} IS NOT NULL AND NOT {} = ANY(%s))").format(
+                    json_key(name), json_key(name)
+                )
+            )
+            params.append(not_values)
+        if not clauses:
+            return None
+        return sql.SQL(" AND ").join(clauses), params
+
+    def sort_expressions(self, index):
+        name = index.getId()
+        # Values of one index share one JSON type (ZCatalog's BTrees cannot
+        # mix them).  Numbers order by the JSONB value; strings by the
+        # second key, by code point.
+        numeric = sql.SQL(
+            "(CASE WHEN jsonb_typeof({k}) = 'string' THEN NULL ELSE {k} END)"
+        ).format(k=json_key(name))
+        return [numeric, text_key(name)]
+
+
+@implementer(IIndexTranslator)
+class DateTranslator(FieldTranslator):
+    """DateIndex: minutes as ZCatalog's DateIndex computes them (an int)."""
+
+    def convert(self, index, value):
+        converted = index._convert(value, default=None)
+        if converted is None:
+            raise QueryError(f"index {index.getId()!r}: {value!r} is not a date")
+        return converted
+
+
+@implementer(IIndexTranslator)
+class BooleanTranslator(FieldTranslator):
+    """BooleanIndex: true or false; a missing attribute is false."""
+
+    query_options = ("query",)
+
+    def extract(self, index, obj):
+        from Products.PluginIndexes.unindex import _marker
+
+        datum = index._get_object_datum(obj, _attr(index))
+        if datum is _marker:
+            return MISSING
+        return bool(datum)
+
+    def convert(self, index, value):
+        return bool(value)
+
+
+@implementer(IIndexTranslator)
+class KeywordTranslator:
+    """KeywordIndex: a JSON array of the object's unique keywords."""
+
+    query_options = ("query", "range", "not", "operator")
+
+    def extract(self, index, obj):
+        keywords = index._get_object_keywords(obj, _attr(index))
+        if not keywords:
+            return MISSING
+        return sorted({comparable(k) for k in keywords}, key=repr)
+
+    def where(self, index, query):
+        name = index.getId()
+        if query.get("range"):
+            raise QueryError(
+                f"index {name!r}: range queries on a KeywordIndex are not "
+                "supported by plone_pgcatalog yet"
+            )
+        keys = [comparable(key) for key in query.keys or ()]
+        clauses, params = [], []
+        if keys:
+            and_ = query.get("operator", "or") == "and"
+            if all(isinstance(key, str) for key in keys):
+                op = sql.SQL(" ?& %s") if and_ else sql.SQL(" ?| %s")
+                clauses.append(json_key(name) + op)
+                params.append(keys)
+            elif and_:
+                clauses.append(json_key(name) + sql.SQL(" @> %s"))
+                params.append(Jsonb(keys))
+            else:
+                clauses.append(json_key(name) + sql.SQL(" @> ANY(%s)"))
+                params.append([Jsonb([key]) for key in keys])
+        not_keys = [comparable(key) for key in query.get("not") or ()]
+        if not_keys:
+            clauses.append(
+                sql.SQL("NOT COALESCE({} @> ANY(%s), FALSE)").format(json_key(name))
+            )
+            params.append([Jsonb([key]) for key in not_keys])
+        if not clauses:
+            return None
+        return sql.SQL(" AND ").join(clauses), params
+
+    def sort_expressions(self, index):
+        return None
+
+
+@implementer(IIndexTranslator)
+class UUIDTranslator(FieldTranslator):
+    """UUIDIndex: one string per object."""
+
+    query_options = ("query", "range", "not")
+
+    def extract(self, index, obj):
+        from Products.PluginIndexes.unindex import _marker
+
+        datum = index._get_object_datum(obj, _attr(index))
+        if datum is None or datum is _marker:
+            return MISSING
+        return comparable(datum)
+
+
+@implementer(IIndexTranslator)
+class DateRangeTranslator:
+    """DateRangeIndex (``effectiveRange``): ``[since, until]`` in minutes.
+
+    ``null`` stands for an open end, as ``None`` does in ZCatalog.
+    """
+
+    query_options = ("query",)
+
+    def extract(self, index, obj):
+        since_field, until_field = index.getSinceField(), index.getUntilField()
+        if since_field is None:
+            return MISSING
+        values = []
+        for field in (since_field, until_field):
+            value = getattr(obj, field, None)
+            if callable(value):
+                value = value()
+            values.append(index._convertDateTime(value))
+        return values
+
+    def where(self, index, query):
+        if not query.keys:
+            return None
+        name = index.getId()
+        # ZCatalog takes the first key as the moment to test.
+        moment = index._convertDateTime(query.keys[0])
+        if moment is None:
+            raise QueryError(f"index {name!r}: {query.keys[0]!r} is not a date")
+        clause = sql.SQL(
+            "({k} IS NOT NULL"
+            " AND (({k} -> 0) = 'null'::jsonb OR ({k} -> 0) <= %s)"
+            " AND (({k} -> 1) = 'null'::jsonb OR ({k} -> 1) >= %s))"
+        ).format(k=json_key(name))
+        return clause, [Jsonb(moment), Jsonb(moment)]
+
+    def sort_expressions(self, index):
+        return None
+
+
+@implementer(IIndexTranslator)
+class PathTranslator:
+    """ExtendedPathIndex over the ``path`` columns.
+
+    ``path`` is the physical path; ``parent_path`` and ``path_depth`` are
+    derived from it at write time so that children and depth limits are
+    plain B-tree lookups.
+    """
+
+    query_options = ("query", "level", "operator", "depth", "navtree", "navtree_start")
+
+    def extract(self, index, obj):
+        return MISSING  # stored in the path columns, not in idx
+
+    def where(self, index, query):
+        if not query.keys:
+            return None
+        name = index.getId()
+        for option in ("navtree", "navtree_start", "level"):
+            if query.get(option):
+                raise QueryError(
+                    f"index {name!r}: option {option!r} is not supported by "
+                    "plone_pgcatalog yet"
+                )
+        depth = int(query.get("depth", -1))
+        clauses, params = [], []
+        for path in query.keys:
+            if not isinstance(path, str):
+                raise QueryError(f"index {name!r}: path {path!r} is not a string")
+            path = "/" + path.strip("/") if path.strip("/") else "/"
+            clause, values = path_clause(path, depth)
+            clauses.append(clause)
+            params += values
+        joiner = " AND " if query.get("operator", "or") == "and" else " OR "
+        return sql.SQL("(") + sql.SQL(joiner).join(clauses) + sql.SQL(")"), params
+
+    def sort_expressions(self, index):
+        return None
+
+
+def path_clause(path: str, depth: int) -> tuple[sql.Composable, list]:
+    """Rows at ``path`` and below it, ``depth`` levels deep (-1: all)."""
+    if depth == 0:
+        return sql.SQL("path = %s"), [path]
+    if depth == 1:
+        return sql.SQL("parent_path = %s"), [path]
+    prefix = path.rstrip("/") + "/"
+    # Every path below ``prefix`` sorts between prefix and prefix with its
+    # last "/" replaced by the next code point, "0".
+    subtree = sql.SQL("(path = %s OR (path >= %s AND path < %s))")
+    params = [path, prefix, prefix[:-1] + "0"]
+    if depth > 0:
+        subtree += sql.SQL(" AND path_depth <= %s")
+        params.append(path_depth(path) + depth)
+    return subtree, params
+
+
+def path_depth(path: str) -> int:
+    """Number of path elements: '/Plone' is 1, '/Plone/a' is 2."""
+    return len([p for p in path.split("/") if p])
+
+
+@implementer(IIndexTranslator)
+class TextTranslator:
+    """ZCTextIndex: words matched against a ``tsvector``.
+
+    ``SearchableText`` is stored in the ``searchable_text`` column; other
+    text indexes (Title, Description) as text in ``idx``, turned into a
+    ``tsvector`` at query time.
+    """
+
+    query_options = ("query",)
+
+    def extract(self, index, obj):
+        texts = []
+        for attr in index.getIndexSourceNames():
+            value = getattr(obj, attr, None)
+            if callable(value):
+                try:
+                    value = value()
+                except (AttributeError, TypeError):
+                    value = None
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            if isinstance(value, (list, tuple)):
+                value = " ".join(str(v) for v in value if v)
+            if value:
+                texts.append(str(value))
+        if not texts:
+            return MISSING
+        return " ".join(texts).replace("\x00", "")
+
+    def where(self, index, query):
+        if not query.keys:
+            return None
+        from plone_pgcatalog.fulltext import to_tsquery_text
+
+        text = " ".join(str(key) for key in query.keys if key)
+        tsquery = to_tsquery_text(text)
+        if tsquery is None:
+            return None
+        name = index.getId()
+        if name == "SearchableText":
+            vector = sql.SQL("searchable_text")
+        else:
+            vector = sql.SQL("to_tsvector('simple'::regconfig, {})").format(
+                sql.SQL("COALESCE(idx ->> {}, '')").format(sql.Literal(name))
+            )
+        return vector + sql.SQL(" @@ to_tsquery('simple'::regconfig, %s)"), [tsquery]
+
+    def sort_expressions(self, index):
+        return None
+
+
+@implementer(IIndexTranslator)
+class PositionTranslator(FieldTranslator):
+    """GopipIndex: the position of the object in its folder, an int."""
+
+    query_options = ("query", "range", "not")
+
+    def extract(self, index, obj):
+        value = getattr(obj, "getObjPositionInParent", None)
+        if callable(value):
+            value = value()
+        if isinstance(value, int):
+            return value
+        return MISSING
+
+
+@implementer(IIndexTranslator)
+class RecurringDateTranslator(DateTranslator):
+    """DateRecurringIndex: the first occurrence, in DateIndex minutes."""
+
+    query_options = ("query", "range")
+
+    def extract(self, index, obj):
+        value = getattr(obj, _attr(index), None)
+        if callable(value):
+            value = value()
+        if value is None:
+            return MISSING
+        return _minutes(value)
+
+    def convert(self, index, value):
+        converted = _minutes(value)
+        if converted is None:
+            raise QueryError(f"index {index.getId()!r}: {value!r} is not a date")
+        return converted
+
+
+def _minutes(value):
+    """Minutes as ZCatalog's DateIndex counts them, or None."""
+    if isinstance(value, datetime.datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.timezone.utc)
+    if isinstance(value, (datetime.datetime, datetime.date, str)):
+        value = DateTime(value.isoformat() if not isinstance(value, str) else value)
+    if not isinstance(value, DateTime):
+        return None
+    yr, mo, dy, hr, mn = value.toZone("UTC").parts()[:5]
+    return ((((yr * 12 + mo) * 31 + dy) * 24 + hr) * 60) + mn
+
+
+TRANSLATORS: dict[str, IIndexTranslator] = {
+    "FieldIndex": FieldTranslator(),
+    "KeywordIndex": KeywordTranslator(),
+    "DateIndex": DateTranslator(),
+    "BooleanIndex": BooleanTranslator(),
+    "UUIDIndex": UUIDTranslator(),
+    "DateRangeIndex": DateRangeTranslator(),
+    "ExtendedPathIndex": PathTranslator(),
+    "PathIndex": PathTranslator(),
+    "ZCTextIndex": TextTranslator(),
+    "GopipIndex": PositionTranslator(),
+    "DateRecurringIndex": RecurringDateTranslator(),
+}
+
+
+def get_translator(meta_type: str) -> IIndexTranslator | None:
+    """The translator for an index type: an add-on's utility, else ours."""
+    translator = queryUtility(IIndexTranslator, name=meta_type)
+    if translator is not None:
+        return translator
+    return TRANSLATORS.get(meta_type)

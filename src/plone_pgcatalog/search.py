@@ -1,0 +1,87 @@
+"""Running searches: one round trip for the ids, one for metadata.
+
+Owns: executing a translated query (``query.SearchSQL``) on a connection it
+is given, and the batch load of metadata for brains.  JSON is decoded with
+orjson, registered on our own cursors only (never globally: the
+connection belongs to the ZODB storage).
+
+Must not open connections or build query clauses.
+"""
+
+from __future__ import annotations
+
+from plone_pgcatalog.query import SearchSQL
+from psycopg import sql
+from psycopg.rows import tuple_row
+from psycopg.types.json import JsonbLoader
+
+import orjson
+import psycopg
+
+
+class _OrjsonLoader(JsonbLoader):
+    def load(self, data):
+        return orjson.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
+_PATH_OF = sql.SQL(
+    "SELECT path FROM object_state WHERE zoid = %s AND idx IS NOT NULL"
+    " AND (path = %s OR path LIKE %s)"
+)
+
+_LOAD_METADATA = sql.SQL("SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s)")
+
+
+def _cursor(conn: psycopg.Connection) -> psycopg.Cursor:
+    cursor = conn.cursor(row_factory=tuple_row)
+    cursor.adapters.register_loader("jsonb", _OrjsonLoader)
+    return cursor
+
+
+def run_search(conn: psycopg.Connection, search: SearchSQL):
+    """Return ``(ids, total)``: ``[(zoid, path)]`` of the window, all matches."""
+    statement, params = search.ids_query()
+    with _cursor(conn) as cursor:
+        cursor.execute(statement, params)
+        rows = cursor.fetchall()
+    if search.limit is None and not search.offset:
+        return rows, len(rows)
+    total = rows[0][2] if rows else _count(conn, search)
+    return [(zoid, path) for zoid, path, _ in rows], total
+
+
+def _count(conn: psycopg.Connection, search: SearchSQL) -> int:
+    # A window past the end returns no row to carry the total: ask for it.
+    statement = sql.SQL("SELECT count(*) FROM object_state WHERE {}").format(
+        search.where
+    )
+    with _cursor(conn) as cursor:
+        cursor.execute(statement, search.params)
+        return cursor.fetchone()[0]
+
+
+def load_metadata(conn: psycopg.Connection, zoids: list[int]) -> dict[int, dict]:
+    """``{zoid: metadata JSON}`` for the given rows, in one query."""
+    if not zoids:
+        return {}
+    with _cursor(conn) as cursor:
+        cursor.execute(_LOAD_METADATA, (zoids,))
+        return {zoid: meta for zoid, meta in cursor.fetchall()}
+
+
+def path_of(conn: psycopg.Connection, zoid: int, site_path: str) -> str | None:
+    """The cataloged path of one row of this site, or None."""
+    with _cursor(conn) as cursor:
+        cursor.execute(_PATH_OF, (zoid, site_path, site_path + "/%"))
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def read_counter(conn: psycopg.Connection) -> int:
+    """The catalog's change counter (moves with every cataloging commit)."""
+    from plone_pgcatalog.schema import READ_COUNTER
+
+    with _cursor(conn) as cursor:
+        cursor.execute(READ_COUNTER)
+        row = cursor.fetchone()
+    return row[0] if row else 0

