@@ -246,6 +246,9 @@ class PGCatalogFunctionalTesting(Layer):
         setRequest(None)
         app = self["app"]
         db = self["pgdb"]
+        # The request holds cleanups that touch persistent objects: run
+        # them while the connection is open.
+        self["request"].close()
         for key in ("portal", "app", "request", "pgdb"):
             del self[key]
         app._p_jar.close()

@@ -7,6 +7,7 @@ from plone.app.testing import logout
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 
+import psycopg
 import transaction
 
 
@@ -48,3 +49,83 @@ def test_review_state_private_finds_the_rest(pg_layer):
     assert sorted(brain.getId for brain in brains) == [
         f"page-{n:02d}" for n in range(10, 20)
     ]
+
+
+def test_rows_are_visible_with_plain_sql(pg_layer):
+    portal = pg_layer["portal"]
+    create_pages(portal)
+    with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
+        count = conn.execute(
+            "SELECT count(*) FROM object_state WHERE idx->>'portal_type' = %s",
+            ("Document",),
+        ).fetchone()[0]
+        titles = conn.execute(
+            "SELECT meta->>'Title' FROM object_state"
+            " WHERE path = '/plone/page-03' AND idx IS NOT NULL"
+        ).fetchall()
+    assert count == 20
+    assert titles == [("vb page 3",)]
+
+
+def test_deleted_page_leaves_the_results(pg_layer):
+    portal = pg_layer["portal"]
+    create_pages(portal)
+    api.content.delete(obj=portal["page-05"])
+    transaction.commit()
+    paths = [brain.getPath() for brain in api.content.find(portal_type="Document")]
+    assert len(paths) == 19
+    assert "/plone/page-05" not in paths
+
+
+def test_renamed_page_has_its_new_path(pg_layer):
+    portal = pg_layer["portal"]
+    create_pages(portal)
+    api.content.rename(obj=portal["page-05"], new_id="renamed")
+    transaction.commit()
+    brains = api.content.find(id="renamed")
+    assert [brain.getPath() for brain in brains] == ["/plone/renamed"]
+    assert len(api.content.find(id="page-05")) == 0
+    assert brains[0].getObject() is not None
+
+
+def test_aborted_transaction_leaves_no_trace(pg_layer):
+    portal = pg_layer["portal"]
+    create_pages(portal, count=2, published=0)
+    with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
+        before = conn.execute(
+            "SELECT zoid, path, idx, meta FROM object_state"
+            " WHERE idx IS NOT NULL ORDER BY zoid"
+        ).fetchall()
+    api.content.create(container=portal, type="Document", id="never", title="Never")
+    api.content.delete(obj=portal["page-00"])
+    portal["page-01"].title = "Changed"
+    portal["page-01"].reindexObject()
+    transaction.abort()
+    with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
+        after = conn.execute(
+            "SELECT zoid, path, idx, meta FROM object_state"
+            " WHERE idx IS NOT NULL ORDER BY zoid"
+        ).fetchall()
+    assert after == before
+    assert len(api.content.find(portal_type="Document")) == 2
+
+
+def test_brains_give_zcatalog_metadata_types(pg_layer):
+    from DateTime import DateTime
+
+    import Missing
+
+    portal = pg_layer["portal"]
+    create_pages(portal, count=1, published=1)
+    brain = api.content.find(id="page-00")[0]
+    page = portal["page-00"]
+    assert isinstance(brain.modified, DateTime)
+    assert brain.modified == page.modified()
+    assert brain.Title == page.Title()
+    assert brain.UID == api.content.get_uuid(page)
+    assert brain.review_state == "published"
+    assert brain.getURL() == page.absolute_url()
+    assert brain.getRID() == brain.data_record_id_
+    assert brain.getObject().aq_base is page.aq_base
+    assert isinstance(brain.Subject, tuple)
+    assert brain.getIcon is Missing.Value or isinstance(brain.getIcon, str)
