@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from DateTime import DateTime
 from plone_pgcatalog.errors import QueryError
+from plone_pgcatalog.fulltext import fold
+from plone_pgcatalog.fulltext import to_tsquery_text
 from plone_pgcatalog.interfaces import IIndexTranslator
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -380,13 +382,12 @@ class TextTranslator:
                 texts.append(str(value))
         if not texts:
             return MISSING
-        return " ".join(texts).replace("\x00", "")
+        # Folded as the query words are: case and accents do not matter.
+        return fold(" ".join(texts).replace("\x00", ""))
 
     def where(self, index, query):
         if not query.keys:
             return None
-        from plone_pgcatalog.fulltext import to_tsquery_text
-
         text = " ".join(str(key) for key in query.keys if key)
         tsquery = to_tsquery_text(text)
         if tsquery is None:

@@ -129,3 +129,20 @@ def test_brains_give_zcatalog_metadata_types(pg_layer):
     assert brain.getObject().aq_base is page.aq_base
     assert isinstance(brain.Subject, tuple)
     assert brain.getIcon is Missing.Value or isinstance(brain.getIcon, str)
+
+
+def test_searchable_text_finds_words_and_prefixes(pg_layer):
+    portal = pg_layer["portal"]
+    create_pages(portal, count=3, published=3)
+    api.content.create(
+        container=portal, type="Document", id="cafe", title="Café Müller",
+        description="Where the catalogue lives",
+    )
+    transaction.commit()
+    assert [b.getId for b in api.content.find(SearchableText="cafe")] == ["cafe"]
+    assert [b.getId for b in api.content.find(SearchableText="MÜLL*")] == ["cafe"]
+    assert [b.getId for b in api.content.find(SearchableText="catalogue lives")] == ["cafe"]
+    assert len(api.content.find(SearchableText="catalogue NOT lives")) == 0
+    # Operators alone and stray syntax never raise.
+    for text in ("AND", '"', "(((", "*", "x' OR 1=1 --"):
+        api.content.find(SearchableText=text)

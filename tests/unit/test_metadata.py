@@ -1,0 +1,46 @@
+"""Metadata values round-trip to the Python values ZCatalog brains give."""
+
+from __future__ import annotations
+
+from DateTime import DateTime
+from plone_pgcatalog.metadata import decode
+from plone_pgcatalog.metadata import encode
+
+import datetime
+import json
+import Missing
+import pytest
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        2.5,
+        "text",
+        ("a", "b"),
+        ["a", ("b",)],
+        {"k": 1},
+        {"@dt": "not a tag, a real dict"},
+        DateTime("2026/01/02 03:04:05.123456 GMT+2"),
+        datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc),
+        datetime.date(2026, 1, 2),
+    ],
+)
+def test_round_trip_through_json(value):
+    decoded = decode(json.loads(json.dumps(encode(value))))
+    assert decoded == value
+    assert type(decoded) is type(value)
+
+
+def test_datetime_keeps_its_timezone():
+    value = DateTime("2026/01/02 03:04:05 GMT+2")
+    decoded = decode(json.loads(json.dumps(encode(value))))
+    assert decoded.timezone() == value.timezone()
+    assert decoded.micros() == value.micros()
+
+
+def test_missing_value():
+    assert decode(encode(Missing.Value)) is Missing.Value

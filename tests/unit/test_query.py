@@ -1,0 +1,122 @@
+"""Query translation is a pure function: SQL text and parameters."""
+
+from __future__ import annotations
+
+from plone_pgcatalog.errors import QueryError
+from plone_pgcatalog.errors import UnknownIndexError
+from plone_pgcatalog.query import build_query
+from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
+from psycopg.types.json import Jsonb
+
+import pytest
+
+
+class _Extra:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def _indexes():
+    from Products.ExtendedPathIndex.ExtendedPathIndex import ExtendedPathIndex
+
+    return {
+        "portal_type": FieldIndex("portal_type"),
+        "Subject": KeywordIndex("Subject"),
+        "path": ExtendedPathIndex("path"),
+    }
+
+
+def _sql(plan):
+    statement, params = plan.ids_query()
+    return statement.as_string(None), params
+
+
+def _values(params):
+    return [
+        [p.obj for p in param] if isinstance(param, list) and param and isinstance(param[0], Jsonb)
+        else (param.obj if isinstance(param, Jsonb) else param)
+        for param in params
+    ]
+
+
+def test_field_values_are_one_array_parameter():
+    text, params = _sql(build_query({"portal_type": ["Document", "News Item"]}, _indexes(), "/plone"))
+    assert "(idx -> 'portal_type') = ANY(%s)" in text
+    assert ["Document", "News Item"] in _values(params)
+
+
+def test_sql_text_is_stable_for_any_number_of_values():
+    one, _ = _sql(build_query({"portal_type": ["a"]}, _indexes(), "/plone"))
+    three, _ = _sql(build_query({"portal_type": ["a", "b", "c"]}, _indexes(), "/plone"))
+    assert one == three
+
+
+def test_values_never_appear_in_the_sql_text():
+    hostile = "x'); DROP TABLE object_state; --"
+    text, params = _sql(build_query({"portal_type": hostile, "Subject": hostile}, _indexes(), "/plone"))
+    assert "DROP TABLE" not in text
+    assert hostile in str(_values(params))
+
+
+def test_keyword_or_and_and():
+    text, params = _sql(build_query({"Subject": ["a", "b"]}, _indexes(), "/plone"))
+    assert "(idx -> 'Subject') ?| %s" in text
+    text, params = _sql(
+        build_query({"Subject": {"query": ["a", "b"], "operator": "and"}}, _indexes(), "/plone")
+    )
+    assert "(idx -> 'Subject') ?& %s" in text
+
+
+def test_unknown_keys_are_ignored():
+    with_key, params_with = _sql(build_query({"portal_type": "a", "nope": 1}, _indexes(), "/plone"))
+    without, params_without = _sql(build_query({"portal_type": "a"}, _indexes(), "/plone"))
+    assert with_key == without
+
+
+def test_every_query_is_confined_to_the_site():
+    text, params = _sql(build_query({}, _indexes(), "/plone"))
+    assert "path >= %s AND path < %s" in text
+    assert params[:3] == ("/plone", "/plone/", "/plone0")
+
+
+def test_children_use_parent_path():
+    text, params = _sql(build_query({"path": {"query": "/plone/f", "depth": 1}}, _indexes(), "/plone"))
+    assert "parent_path = %s" in text
+    assert "/plone/f" in params
+
+
+def test_sort_and_batch():
+    plan = build_query(
+        {"sort_on": "portal_type", "sort_order": "reverse", "b_start": 10, "b_size": 5},
+        _indexes(),
+        "/plone",
+    )
+    text, params = _sql(plan)
+    assert "DESC" in text and "LIMIT %s" in text and "OFFSET %s" in text
+    assert "count(*) OVER ()" in text
+    assert params[-2:] == (5, 10)
+
+
+def test_unknown_sort_index_raises_catalog_error():
+    from Products.ZCatalog.Catalog import CatalogError
+
+    with pytest.raises(CatalogError, match="Unknown sort_on index"):
+        build_query({"sort_on": "nope"}, _indexes(), "/plone")
+    with pytest.raises(UnknownIndexError):
+        build_query({"sort_on": "Subject"}, _indexes(), "/plone")
+
+
+def test_invalid_operator_names_index():
+    with pytest.raises(ValueError, match="index 'Subject': operator 'xor' is not valid"):
+        build_query({"Subject": {"query": "a", "operator": "xor"}}, _indexes(), "/plone")
+
+
+def test_keyword_range_is_refused_clearly():
+    with pytest.raises(QueryError, match="'Subject'"):
+        build_query({"Subject": {"query": ["a", "b"], "range": "min:max"}}, _indexes(), "/plone")
+
+
+def test_bad_batch_size_names_the_key():
+    with pytest.raises(ValueError, match="b_size"):
+        build_query({"b_size": "ten"}, _indexes(), "/plone")
