@@ -32,6 +32,11 @@ talks to the catalog only through the GenericSetup profile
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import argparse
 import logging
 import os
@@ -40,10 +45,6 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Callable
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
 SITE_ID = "Plone"
 SITE_TITLE = "Plone on PostgreSQL catalog"
@@ -97,8 +98,8 @@ def display_dsn(dsn: str) -> str:
 
     try:
         params = conninfo_to_dict(dsn)
-    except Exception:  # not parseable: print nothing of it rather than leak
-        return "<unparseable DSN>"
+    except Exception:  # not parsable: print nothing of it rather than leak
+        return "<DSN not parsable>"
     if params.get("password"):
         params["password"] = "***"
     return make_conninfo(**params)
@@ -327,13 +328,14 @@ def ensure_site(app: Any, password: str) -> int | None:
     already there.  ``app`` is a freshly opened Zope root (``Zope2.app()``);
     its connection is closed on return.
     """
-    import transaction
     from AccessControl.SecurityManagement import newSecurityManager
     from AccessControl.SecurityManagement import noSecurityManager
     from plone.base.interfaces import IPloneSiteRoot
     from Testing.makerequest import makerequest
     from zope.component.hooks import setSite
     from zope.globalrequest import setRequest
+
+    import transaction
 
     connection = app._p_jar
     # A request is needed: addPloneSite sets its language on it, and
@@ -353,9 +355,8 @@ def ensure_site(app: Any, password: str) -> int | None:
             transaction.commit()  # only the admin user, if it changed
             return None
 
-        from Products.CMFPlone.factory import addPloneSite
-
         from plone_pgcatalog.demo.content import create_sample_content
+        from Products.CMFPlone.factory import addPloneSite
 
         # Site creation checks permissions (e.g. adding content, running
         # workflow transitions), so act as the Manager, not as nobody.
