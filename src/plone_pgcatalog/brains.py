@@ -20,11 +20,11 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from Acquisition import Implicit
 from collections.abc import Callable
-from collections.abc import Sequence
 from plone_pgcatalog import metadata
 from Products.ZCatalog.interfaces import ICatalogBrain
 from zope.globalrequest import getRequest
 from zope.interface import implementer
+from ZTUtils.Lazy import Lazy
 from ZPublisher.BaseRequest import RequestContainer
 
 import Missing
@@ -123,10 +123,11 @@ class PGCatalogBrain(Implicit):
         return parent.restrictedTraverse(path[-1])
 
 
-class LazyResults(Sequence):
+class LazyResults(Lazy):
     """What ``searchResults`` returns: a sequence of brains.
 
-    ``len()`` is the number of brains in it (the window, when ``b_size`` or
+    A ``ZTUtils.Lazy`` like ZCatalog's results, so that code adapting those
+    (plone.restapi's serializer, for one) adapts these too.  ``len()`` is the number of brains in it (the window, when ``b_size`` or
     ``sort_limit`` cut it); ``actual_result_count`` is the number of
     matches, as in ZCatalog.
     """
@@ -142,6 +143,7 @@ class LazyResults(Sequence):
         load_metadata: Callable[[list[int]], dict],
     ):
         self._ids = ids
+        self._len = len(ids)
         self.actual_result_count = actual_result_count
         self._catalog = catalog
         self._schema = frozenset(schema)

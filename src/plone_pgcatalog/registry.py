@@ -421,36 +421,75 @@ class PositionTranslator(FieldTranslator):
 
 
 @implementer(IIndexTranslator)
-class RecurringDateTranslator(DateTranslator):
-    """DateRecurringIndex: the first occurrence, in DateIndex minutes."""
+class RecurringDateTranslator:
+    """DateRecurringIndex: every occurrence, as DateRecurringIndex's ints.
+
+    Stored as a sorted JSON array; a query matches an object when one of its
+    occurrences matches, as in Products.DateRecurringIndex.
+    """
 
     query_options = ("query", "range")
 
     def extract(self, index, obj):
-        value = getattr(obj, _attr(index), None)
-        if callable(value):
-            value = value()
+        from plone.event.recurrence import recurrence_sequence_ical
+        from plone.event.utils import dt2int
+        from plone.event.utils import pydt
+
+        try:
+            value = getattr(obj, index.getId())
+            if callable(value):
+                value = value()
+        except AttributeError:
+            return MISSING
         if value is None:
             return MISSING
-        return _minutes(value)
+        recurdef = getattr(obj, index.attr_recurdef, None)
+        if callable(recurdef):
+            recurdef = recurdef()
+        if not recurdef:
+            dates = [pydt(value)]
+        else:
+            until = getattr(obj, index.getUntilField(), None)
+            if callable(until):
+                until = until()
+            dates = recurrence_sequence_ical(value, recrule=recurdef, until=until)
+        return sorted({dt2int(date) for date in dates if date is not None})
 
     def convert(self, index, value):
-        converted = _minutes(value)
-        if converted is None:
-            raise QueryError(f"index {index.getId()!r}: {value!r} is not a date")
-        return converted
+        from plone.event.utils import dt2int
+        from plone.event.utils import pydt
 
+        try:
+            return dt2int(pydt(value))
+        except Exception as exc:  # plone.event raises several kinds
+            raise QueryError(
+                f"index {index.getId()!r}: {value!r} is not a date"
+            ) from exc
 
-def _minutes(value):
-    """Minutes as ZCatalog's DateIndex counts them, or None."""
-    if isinstance(value, datetime.datetime) and value.tzinfo is None:
-        value = value.replace(tzinfo=datetime.timezone.utc)
-    if isinstance(value, (datetime.datetime, datetime.date, str)):
-        value = DateTime(value.isoformat() if not isinstance(value, str) else value)
-    if not isinstance(value, DateTime):
-        return None
-    yr, mo, dy, hr, mn = value.toZone("UTC").parts()[:5]
-    return ((((yr * 12 + mo) * 31 + dy) * 24 + hr) * 60) + mn
+    def where(self, index, query):
+        if not query.keys:
+            return None
+        keys = [self.convert(index, key) for key in query.keys]
+        key = json_key(index.getId())
+        range_spec = query.get("range")
+        if range_spec:
+            conditions, variables = [], []
+            if "min" in range_spec:
+                conditions.append("@ >= $min")
+                variables.append(("min", min(keys)))
+            if "max" in range_spec:
+                conditions.append("@ <= $max")
+                variables.append(("max", max(keys)))
+            path = "$[*] ? (" + " && ".join(conditions) + ")"
+            return (
+                sql.SQL("jsonb_path_exists({}, {}, %s)").format(key, sql.Literal(path)),
+                [Jsonb(dict(variables))],
+            )
+        return key + sql.SQL(" @> ANY(%s)"), [[Jsonb([k]) for k in keys]]
+
+    def sort_expressions(self, index):
+        # The first occurrence orders the object.
+        return [sql.SQL("({} -> 0)").format(json_key(index.getId()))]
 
 
 TRANSLATORS: dict[str, IIndexTranslator] = {

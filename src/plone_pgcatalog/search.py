@@ -77,6 +77,19 @@ def path_of(conn: psycopg.Connection, zoid: int, site_path: str) -> str | None:
     return row[0] if row else None
 
 
+_ROW_DATA = sql.SQL(
+    "SELECT idx, meta FROM object_state WHERE zoid = %s AND idx IS NOT NULL"
+)
+
+
+def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | None]:
+    """``(idx, meta)`` of one cataloged row, or ``(None, None)``."""
+    with _cursor(conn) as cursor:
+        cursor.execute(_ROW_DATA, (zoid,))
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else (None, None)
+
+
 def read_counter(conn: psycopg.Connection) -> int:
     """The catalog's change counter (moves with every cataloging commit)."""
     from plone_pgcatalog.schema import READ_COUNTER

@@ -172,6 +172,10 @@ class PGCatalogFixture(Layer):
         )
         zca.pushGlobalRegistry()
         xmlconfig.file("configure.zcml", plone_pgcatalog, context=context)
+        # plone.restapi, a consumer of the catalog that tests drive.
+        import plone.restapi
+
+        xmlconfig.file("configure.zcml", plone.restapi, context=context)
 
         dsn = embedded.ensure_database(
             server_dsn(), f"pgcatalog_test_{os.getpid()}", fresh=True

@@ -459,6 +459,29 @@ class PGCatalogTool(UniqueObject, Folder):
         return path
 
     @security.protected(search_zcatalog)
+    def getIndexDataForRID(self, rid: int) -> dict:
+        """Index values of one row as stored (ZCatalog: the index entries)."""
+        conn = connection.read_connection(self)
+        with conn.transaction():
+            idx, _ = search.row_data(conn, rid)
+        if idx is None:
+            raise KeyError(rid)
+        return {name: idx.get(name, "") for name in self._catalog.indexes}
+
+    @security.protected(search_zcatalog)
+    def getMetadataForRID(self, rid: int) -> dict:
+        """Metadata of one row, as the brain gives it."""
+        from plone_pgcatalog import metadata
+
+        conn = connection.read_connection(self)
+        with conn.transaction():
+            _, meta = search.row_data(conn, rid)
+        if meta is None:
+            raise KeyError(rid)
+        return {name: metadata.decode(meta[name]) for name in self._catalog.names
+                if name in meta}
+
+    @security.protected(search_zcatalog)
     def getrid(self, path: str, default=None):
         for brain in self._unrestrictedSearchResults(path={"query": path, "depth": 0}):
             return brain.getRID()
