@@ -24,6 +24,7 @@ from plone_pgcatalog import metadata
 from Products.ZCatalog.interfaces import ICatalogBrain
 from zope.globalrequest import getRequest
 from zope.interface import implementer
+from zope.interface.common.sequence import IFiniteSequence
 from ZTUtils.Lazy import Lazy
 from ZPublisher.BaseRequest import RequestContainer
 
@@ -123,6 +124,7 @@ class PGCatalogBrain(Implicit):
         return parent.restrictedTraverse(path[-1])
 
 
+@implementer(IFiniteSequence)
 class LazyResults(Lazy):
     """What ``searchResults`` returns: a sequence of brains.
 

@@ -9,7 +9,10 @@ JSON-native values are stored as they are.  Others are tagged objects
 with a single key starting with ``@``::
 
     DateTime      {"@dt": [micros, tz, timezone_naive]}
-    datetime      {"@datetime": "2026-01-02T03:04:05+00:00"}
+    datetime      {"@datetime": ["2026-01-02T03:04:05", "Europe/Vienna"]}
+                  (local time and zone name, so a pytz or zoneinfo zone
+                  comes back as the same kind; without a named zone the
+                  ISO form with its offset, and null)
     date          {"@date": "2026-01-02"}
     tuple         {"@tuple": [...]}
     Missing.Value {"@missing": true}
@@ -36,7 +39,7 @@ def encode(value):
         micros, naive, tz = value.__getstate__()
         return {"@dt": [micros, tz, naive]}
     if isinstance(value, datetime.datetime):
-        return {"@datetime": value.isoformat()}
+        return {"@datetime": _encode_datetime(value)}
     if isinstance(value, datetime.date):
         return {"@date": value.isoformat()}
     if isinstance(value, tuple):
@@ -53,6 +56,33 @@ def encode(value):
     return {"@str": str(value)}
 
 
+def _zone_name(tzinfo) -> str | None:
+    """The name of a pytz or zoneinfo zone; None for other tzinfos."""
+    return getattr(tzinfo, "zone", None) or getattr(tzinfo, "key", None)
+
+
+def _encode_datetime(value: datetime.datetime) -> list:
+    zone = _zone_name(value.tzinfo)
+    if zone is None:
+        return [value.isoformat(), None]
+    kind = "pytz" if hasattr(value.tzinfo, "localize") else "zoneinfo"
+    return [value.replace(tzinfo=None).isoformat(), zone, kind]
+
+
+def _decode_datetime(payload: list) -> datetime.datetime:
+    text, zone = payload[0], payload[1]
+    value = datetime.datetime.fromisoformat(text)
+    if zone is None:
+        return value
+    if payload[2] == "pytz":
+        import pytz
+
+        return pytz.timezone(zone).localize(value)
+    import zoneinfo
+
+    return value.replace(tzinfo=zoneinfo.ZoneInfo(zone))
+
+
 def _new_datetime(micros: int, tz: str, naive: bool) -> DateTime:
     value = DateTime.__new__(DateTime)
     value.__setstate__((micros, naive, tz))
@@ -62,7 +92,7 @@ def _new_datetime(micros: int, tz: str, naive: bool) -> DateTime:
 _DECODERS = {
     "@missing": lambda payload: Missing.Value,
     "@dt": lambda payload: _new_datetime(*payload),
-    "@datetime": datetime.datetime.fromisoformat,
+    "@datetime": _decode_datetime,
     "@date": datetime.date.fromisoformat,
     "@tuple": lambda payload: tuple(decode(item) for item in payload),
     "@dict": lambda payload: {k: decode(v) for k, v in payload.items()},

@@ -57,3 +57,32 @@ def test_event_occurrences_are_indexed_and_queried(pg_layer):
                "range": "min:max"}
     assert len(catalog(start=outside)) == 0
     assert event.getId() == "weekly"
+
+
+def test_classic_search_view_lists_results(pg_layer):
+    from plone.app.contentlisting.interfaces import IContentListing
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    api.content.create(container=portal, type="Document", id="doc", title="Lighthouse")
+    transaction.commit()
+    listing = IContentListing(api.content.find(SearchableText="lighthouse"))
+    assert [item.Title() for item in listing] == ["Lighthouse"]
+    view = api.content.get_view("search", portal, pg_layer["request"])
+    pg_layer["request"].form["SearchableText"] = "lighthouse"
+    assert [item.getId() for item in view.results(b_start=0)] == ["doc"]
+
+
+def test_event_brain_dates_keep_their_timezone(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    tz = pytz.timezone("Europe/Vienna")
+    start = tz.localize(datetime(2030, 3, 2, 10, 0))
+    api.content.create(
+        container=portal, type="Event", id="concert", title="Concert",
+        start=start, end=start + timedelta(hours=2), timezone="Europe/Vienna",
+    )
+    transaction.commit()
+    brain = api.content.find(portal_type="Event")[0]
+    assert brain.start == portal["concert"].start
+    assert hasattr(brain.start.tzinfo, "localize")

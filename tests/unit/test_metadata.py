@@ -44,3 +44,21 @@ def test_datetime_keeps_its_timezone():
 
 def test_missing_value():
     assert decode(encode(Missing.Value)) is Missing.Value
+
+
+def test_pytz_datetime_keeps_its_pytz_zone():
+    import pytz
+
+    value = pytz.timezone("Europe/Vienna").localize(datetime.datetime(2030, 7, 1, 12))
+    decoded = decode(json.loads(json.dumps(encode(value))))
+    assert decoded == value
+    assert decoded.tzinfo.zone == "Europe/Vienna"
+    assert hasattr(decoded.tzinfo, "localize")
+
+
+def test_zoneinfo_datetime_keeps_its_zone():
+    import zoneinfo
+
+    value = datetime.datetime(2030, 1, 1, 12, tzinfo=zoneinfo.ZoneInfo("Europe/Vienna"))
+    decoded = decode(json.loads(json.dumps(encode(value))))
+    assert decoded == value and decoded.tzinfo.key == "Europe/Vienna"
