@@ -32,8 +32,10 @@ EXAMPLE_SEARCH_WORD = "lighthouse"
 # Events are placed relative to this fixed moment rather than "now" so that
 # every run (and every test) sees the same dates; it lies years ahead so the
 # demo's events stay "upcoming" in event listings.  pytz, not zoneinfo:
-# plone.app.event reads ``tzinfo.zone``, which only pytz zones have.
-_EVENT_BASE = pytz.utc.localize(datetime(2030, 3, 4, 18, 0))
+# plone.app.event reads ``tzinfo.zone``, which only pytz zones have.  A
+# named zone, not pytz.utc: zodb-pgjsonb 1.19 stores pytz.utc as
+# datetime.timezone.utc, which plone.app.event's recurrence cannot localize.
+_EVENT_BASE = pytz.timezone("Europe/Vienna").localize(datetime(2030, 3, 4, 18, 0))
 # Publishing dates of published items, one day apart in plan order.  A
 # workflow transition through plone.api sets no publishing date (only the
 # edit form does), and dates in the past keep items visible to anonymous.
