@@ -51,7 +51,8 @@ lint: install
 	$(BIN)/codespell src tests README.rst CHANGES.rst
 
 constraints: install
-	$(BIN)/python -m pip freeze --exclude-editable > constraints.txt
+	{ grep '^#' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable; } \
+	  > constraints.new && mv constraints.new constraints.txt
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info src/*.egg-info
