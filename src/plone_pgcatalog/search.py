@@ -11,6 +11,7 @@ Must not open connections or build query clauses.
 from __future__ import annotations
 
 from plone_pgcatalog.query import SearchSQL
+from plone_pgcatalog.schema import READ_COUNTER
 from psycopg import sql
 from psycopg.rows import tuple_row
 from psycopg.types.json import JsonbLoader
@@ -92,8 +93,6 @@ def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | N
 
 def read_counter(conn: psycopg.Connection) -> int:
     """The catalog's change counter (moves with every cataloging commit)."""
-    from plone_pgcatalog.schema import READ_COUNTER
-
     with _cursor(conn) as cursor:
         cursor.execute(READ_COUNTER)
         row = cursor.fetchone()

@@ -31,6 +31,7 @@ from Persistence import PersistentMapping
 from persistent import Persistent
 from plone.indexer.interfaces import IIndexableObject
 from plone_pgcatalog import connection
+from plone_pgcatalog import metadata
 from plone_pgcatalog import processor
 from plone_pgcatalog import schema
 from plone_pgcatalog import search
@@ -458,28 +459,30 @@ class PGCatalogTool(UniqueObject, Folder):
             raise KeyError(rid)
         return path
 
+    def _row_data(self, rid: int) -> tuple[dict, dict]:
+        """``(idx, meta)`` of one cataloged row; KeyError if there is none."""
+        conn = connection.read_connection(self)
+        with conn.transaction():
+            idx, meta = search.row_data(conn, rid)
+        if idx is None:
+            raise KeyError(rid)
+        return idx, meta
+
     @security.protected(search_zcatalog)
     def getIndexDataForRID(self, rid: int) -> dict:
         """Index values of one row as stored (ZCatalog: the index entries)."""
-        conn = connection.read_connection(self)
-        with conn.transaction():
-            idx, _ = search.row_data(conn, rid)
-        if idx is None:
-            raise KeyError(rid)
+        idx, _ = self._row_data(rid)
         return {name: idx.get(name, "") for name in self._catalog.indexes}
 
     @security.protected(search_zcatalog)
     def getMetadataForRID(self, rid: int) -> dict:
         """Metadata of one row, as the brain gives it."""
-        from plone_pgcatalog import metadata
-
-        conn = connection.read_connection(self)
-        with conn.transaction():
-            _, meta = search.row_data(conn, rid)
-        if meta is None:
-            raise KeyError(rid)
-        return {name: metadata.decode(meta[name]) for name in self._catalog.names
-                if name in meta}
+        _, meta = self._row_data(rid)
+        return {
+            name: metadata.decode(meta[name])
+            for name in self._catalog.names
+            if name in meta
+        }
 
     @security.protected(search_zcatalog)
     def getrid(self, path: str, default=None):
