@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from plone_pgcatalog import metadata
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.registry import MISSING
-from plone_pgcatalog.registry import path_depth
+from plone_pgcatalog.interfaces import MISSING
+from plone_pgcatalog.paths import path_depth
 from Products.ZCatalog.Catalog import safe_callable
 
 import logging

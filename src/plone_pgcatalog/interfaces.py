@@ -30,6 +30,10 @@ class IPGCatalogTool(IPloneCatalogTool):
         """
 
 
+#: What ``IIndexTranslator.extract`` returns for an object without a value.
+MISSING = object()
+
+
 class IIndexTranslator(Interface):
     """How one index type is extracted, stored and queried.
 
@@ -43,7 +47,7 @@ class IIndexTranslator(Interface):
     def extract(index, obj):
         """Return the JSON-ready value stored in ``idx`` for ``obj``.
 
-        ``MISSING`` (from ``plone_pgcatalog.registry``) means that the
+        ``MISSING`` (from this module) means that the
         object has no value for this index, as ZCatalog leaves it out.
         """
 

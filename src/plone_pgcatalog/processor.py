@@ -19,7 +19,7 @@ from __future__ import annotations
 from plone_pgcatalog import schema
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.pending import current_pending
-from plone_pgcatalog.registry import path_clause
+from plone_pgcatalog.paths import path_clause
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from zodb_pgjsonb.storage import ExtraColumn

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import json_key
-from plone_pgcatalog.registry import path_clause
+from plone_pgcatalog.paths import path_clause
 from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
 
