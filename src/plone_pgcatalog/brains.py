@@ -143,8 +143,10 @@ class LazyResults(Lazy):
         catalog,
         schema,
         load_metadata: Callable[[list[int]], dict],
+        scores: list | None = None,
     ):
         self._ids = ids
+        self._scores = scores
         self._len = len(ids)
         self.actual_result_count = actual_result_count
         self._catalog = catalog
@@ -157,6 +159,10 @@ class LazyResults(Lazy):
     def _brain(self, position: int) -> PGCatalogBrain:
         zoid, path = self._ids[position]
         brain = PGCatalogBrain(zoid, path, self._schema, self._batch)
+        if self._scores is not None:
+            score, normalized = self._scores[position]
+            brain.data_record_score_ = score
+            brain.data_record_normalized_score_ = normalized
         return brain.__of__(self._catalog)
 
     def __getitem__(self, position):

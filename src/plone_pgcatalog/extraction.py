@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from plone_pgcatalog import metadata
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.interfaces import MISSING
+from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.paths import path_depth
 from Products.ZCatalog.Catalog import safe_callable
 
@@ -32,6 +33,8 @@ class CatalogRow:
     idx: dict
     meta: dict
     searchable_text: str | None
+    #: text search configuration that stems the words of this object
+    text_config: str = "simple"
 
     @property
     def parent_path(self) -> str:
@@ -41,6 +44,18 @@ class CatalogRow:
     @property
     def path_depth(self) -> int:
         return path_depth(self.path)
+
+    def as_json(self) -> dict:
+        """The row as query overlays read it (``query.Overlay``)."""
+        return {
+            "zoid": self.zoid,
+            "path": self.path,
+            "parent_path": self.parent_path,
+            "path_depth": self.path_depth,
+            "idx": self.idx,
+            "searchable_text": self.searchable_text,
+            "text_config": self.text_config,
+        }
 
 
 def index_values(indexes: dict, wrapped, only: set[str] | None = None) -> dict:
@@ -84,4 +99,16 @@ def extract_row(zoid: int, path: str, indexes: dict, columns, wrapped) -> Catalo
         idx=idx,
         meta=metadata_values(columns, wrapped),
         searchable_text=searchable_text,
+        text_config=text_config(_language(wrapped)),
     )
+
+
+def _language(wrapped) -> str | None:
+    """The object's language code, as Plone's ``Language`` index reads it."""
+    language = getattr(wrapped, "Language", None)
+    if safe_callable(language):
+        try:
+            language = language()
+        except (AttributeError, TypeError):
+            return None
+    return language if isinstance(language, str) else None

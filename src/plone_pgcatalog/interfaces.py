@@ -51,11 +51,18 @@ class IIndexTranslator(Interface):
         object has no value for this index, as ZCatalog leaves it out.
         """
 
-    def where(index, query):
+    def where(index, query, context):
         """Return ``(sql.Composable, params)`` restricting rows to ``query``.
 
-        ``query`` is a ``Products.ZCatalog.query.IndexQuery``; ``None``
-        means that this index does not restrict the result.
+        ``query`` is a ``Products.ZCatalog.query.IndexQuery``, ``context``
+        a ``plone_pgcatalog.query.QueryContext`` (site path, text search
+        configurations, place in ZCatalog's query plan).  ``None`` means
+        that the index found nothing to do: as in ZCatalog, the search then
+        has no results.
+
+        A translator may also offer ``relevance(index, query, context)``
+        returning ``(sql.Composable, params)`` of an integer score; a
+        result that is not sorted on an index is then ordered by it.
         """
 
     def sort_expressions(index):

@@ -29,24 +29,28 @@ import logging
 
 logger = logging.getLogger(__name__)
 
+# zodb-pgjsonb binds one parameter per extra column (None for objects that
+# are not cataloged), so the text and its configuration travel together as
+# ``[config, text]``.
+_VECTOR = schema.searchable_vector(
+    sql.SQL("(%(searchable_text)s::text[])[2]"),
+    sql.SQL("(%(searchable_text)s::text[])[1]"),
+)
+
 _COLUMNS = [
     ExtraColumn("path", "%(path)s"),
     ExtraColumn("parent_path", "%(parent_path)s"),
     ExtraColumn("path_depth", "%(path_depth)s"),
     ExtraColumn("idx", "%(idx)s"),
     ExtraColumn("meta", "%(meta)s"),
-    ExtraColumn(
-        "searchable_text", "to_tsvector('simple'::regconfig, %(searchable_text)s)"
-    ),
+    ExtraColumn("searchable_text", _VECTOR.as_string()),
 ]
 
 _UPDATE_ROW = sql.SQL(
     "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s,"
     " path_depth = %(path_depth)s, idx = %(idx)s, meta = %(meta)s,"
-    " searchable_text = to_tsvector('simple'::regconfig, %(searchable_text)s)"
-    " WHERE zoid = %(zoid)s"
-)
-
+    " searchable_text = {} WHERE zoid = %(zoid)s"
+).format(_VECTOR)
 
 
 _CLEAR_WHERE = sql.SQL(
@@ -65,7 +69,11 @@ def row_params(row: CatalogRow) -> dict:
         "path_depth": row.path_depth,
         "idx": Jsonb(row.idx),
         "meta": Jsonb(row.meta),
-        "searchable_text": row.searchable_text,
+        "searchable_text": (
+            None
+            if row.searchable_text is None
+            else [row.text_config, row.searchable_text]
+        ),
     }
 
 

@@ -15,17 +15,92 @@ from __future__ import annotations
 
 from Acquisition import aq_base
 from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
+from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
+from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import json_key
-from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.schema import searchable_vector
+from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 
 _NOT_A_QUERY = frozenset(
     {"sort_on", "sort_order", "sort_limit", "b_start", "b_size", "show_inactive"}
 )
+
+#: The table a query reads, when the transaction has no pending changes.
+_TABLE = sql.SQL("object_state")
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """What a translator may need to know beyond its index and query.
+
+    ``text_configs`` are the PostgreSQL text search configurations whose
+    stems a full-text query also matches; ``preceded`` tells whether
+    another index comes before this one in ZCatalog's default query plan
+    (a ``not``-only query then excludes from that index's result rather
+    than from the objects the index holds).
+    """
+
+    site_path: str = "/"
+    text_configs: tuple[str, ...] = ()
+    preceded: bool = False
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """This transaction's catalog changes, which PostgreSQL has not seen.
+
+    ``rows`` are JSON-ready dicts (zoid, path, parent_path, path_depth,
+    idx, searchable_text, text_config) that replace the stored rows of the
+    same zoids; ``removed_paths`` and ``cleared_subtrees`` hide stored rows.
+    """
+
+    rows: tuple[dict, ...] = ()
+    removed_paths: tuple[str, ...] = ()
+    cleared_subtrees: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rows or self.removed_paths or self.cleared_subtrees)
+
+    def source(self) -> tuple[sql.Composable, tuple]:
+        """A row source standing in for ``object_state`` (read-your-writes).
+
+        Stored rows, minus those this transaction changed or removed, plus
+        the pending rows, decoded from one JSON parameter.  PostgreSQL
+        pushes the query's conditions into both branches, so the stored
+        branch still uses the catalog's indexes.
+        """
+        hidden = [sql.SQL("NOT zoid = ANY(%s)"), sql.SQL("NOT path = ANY(%s)")]
+        params: list = [[row["zoid"] for row in self.rows], list(self.removed_paths)]
+        for root in self.cleared_subtrees:
+            clause, values = path_clause(root, -1)
+            hidden.append(sql.SQL("NOT ") + clause)
+            params += values
+        stored = sql.SQL(
+            "SELECT zoid, path, parent_path, path_depth, idx, searchable_text"
+            " FROM object_state WHERE idx IS NOT NULL AND {}"
+        ).format(sql.SQL(" AND ").join(hidden))
+        pending = sql.SQL(
+            "SELECT p.zoid, p.path COLLATE \"C\", p.parent_path COLLATE \"C\","
+            " p.path_depth, p.idx, {vector}"
+            " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
+            " parent_path text, path_depth integer, idx jsonb,"
+            " searchable_text text, text_config text)"
+        ).format(
+            vector=searchable_vector(
+                sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+            )
+        )
+        params.append(Jsonb(list(self.rows)))
+        source = sql.SQL("({} UNION ALL {}) AS object_state").format(stored, pending)
+        return source, tuple(params)
 
 
 @dataclass(frozen=True)
@@ -37,17 +112,31 @@ class SearchSQL:
     order_by: sql.Composable
     limit: int | None
     offset: int
+    #: relevance of a full-text match, when the result is ordered by it
+    score: sql.Composable | None = None
+    score_params: tuple = ()
+    source: sql.Composable = field(default_factory=lambda: _TABLE)
+    source_params: tuple = ()
+
+    @property
+    def windowed(self) -> bool:
+        return self.limit is not None or bool(self.offset)
 
     def ids_query(self) -> tuple[sql.Composed, tuple]:
-        """``SELECT zoid, path[, total]`` for the window of the result."""
-        windowed = self.limit is not None or self.offset
+        """``SELECT zoid, path[, score, max score][, total]`` of the window."""
         columns = sql.SQL("zoid, path")
-        if windowed:
+        params: list = []
+        if self.score is not None:
+            columns += sql.SQL(", {} AS score, max({}) OVER ()").format(
+                self.score, self.score
+            )
+            params += [*self.score_params, *self.score_params]
+        if self.windowed:
             columns += sql.SQL(", count(*) OVER ()")
-        statement = sql.SQL("SELECT {} FROM object_state WHERE {} ORDER BY {}").format(
-            columns, self.where, self.order_by
+        statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {}").format(
+            columns, self.source, self.where, self.order_by
         )
-        params = list(self.params)
+        params += [*self.source_params, *self.params]
         if self.limit is not None:
             statement += sql.SQL(" LIMIT %s")
             params.append(self.limit)
@@ -55,6 +144,13 @@ class SearchSQL:
             statement += sql.SQL(" OFFSET %s")
             params.append(self.offset)
         return statement, tuple(params)
+
+    def count_query(self) -> tuple[sql.Composed, tuple]:
+        """``SELECT count(*)`` of every match (for a window past the end)."""
+        statement = sql.SQL("SELECT count(*) FROM {} WHERE {}").format(
+            self.source, self.where
+        )
+        return statement, (*self.source_params, *self.params)
 
 
 def _as_list(value) -> list:
@@ -79,6 +175,12 @@ def _int(query: dict, key: str, default):
         raise ValueError(f"{key}: {value!r} is not an integer") from exc
 
 
+def _sort_attr(query: dict, name: str):
+    """``sort-on`` or ``sort_on`` (ZCatalog accepts both spellings)."""
+    value = query.get(f"sort-{name}")
+    return value if value is not None else query.get(f"sort_{name}")
+
+
 def query_names(index) -> tuple[str, ...]:
     """The query keys an index answers (``effectiveRange``, ``path``...).
 
@@ -89,12 +191,55 @@ def query_names(index) -> tuple[str, ...]:
     return tuple(method()) if method is not None else (index.getId(),)
 
 
-def build_query(query: dict, indexes: dict, site_path: str) -> SearchSQL:
+def _canonical(query: dict) -> dict:
+    """Lists and tuples sorted, as ZCatalog's ``make_query`` sorts them."""
+    canonical = {}
+    for key, value in query.items():
+        if isinstance(value, (list, tuple)) and key not in _NOT_A_QUERY:
+            try:
+                value = sorted(value)
+            except TypeError as exc:
+                raise QueryError(
+                    f"index {key!r}: the values {value!r} cannot be compared"
+                ) from exc
+        canonical[key] = value
+    return canonical
+
+
+def _plan(query: dict, indexes: dict) -> list[tuple[str, object, str]]:
+    """``(name, index, query name)`` in ZCatalog's default plan order.
+
+    Indexes that cannot narrow a given result come first, then by name
+    (``Catalog._sorted_search_indexes``).
+    """
+    entries = []
+    for name, index in indexes.items():
+        for query_name in query_names(index):
+            if query_name in query and query_name not in _NOT_A_QUERY:
+                limited = ILimitedResultIndex.providedBy(aq_base(index))
+                entries.append(((limited, name), name, index, query_name))
+    entries.sort(key=lambda entry: entry[0])
+    return [entry[1:] for entry in entries]
+
+
+def build_query(
+    query: dict,
+    indexes: dict,
+    site_path: str,
+    context: QueryContext | None = None,
+    overlay: Overlay | None = None,
+    match_all: bool = False,
+) -> SearchSQL:
     """Translate ``query`` against the index definitions ``indexes``.
 
     ``site_path`` confines the result to one site, as each ZCatalog
-    catalogs only its own site.
+    catalogs only its own site.  As in ZCatalog, a query that names no
+    index, or names one that finds nothing to do, has no results; with
+    ``match_all`` a query that names no index matches every row
+    (``searchAll``, ``len(catalog)``).
     """
+    context = replace(context or QueryContext(), site_path=site_path)
+    query = _canonical(query)
     clauses: list[sql.Composable] = [sql.SQL("idx IS NOT NULL")]
     params: list = []
 
@@ -102,52 +247,75 @@ def build_query(query: dict, indexes: dict, site_path: str) -> SearchSQL:
     clauses.append(site_clause)
     params += site_params
 
-    for name, index in indexes.items():
+    plan = _plan(query, indexes)
+    score = None
+    score_params: tuple = ()
+    for position, (name, index, query_name) in enumerate(plan):
         translator = get_translator(index.meta_type)
         if translator is None:
-            continue
-        for query_name in query_names(index):
-            if query_name not in query or query_name in _NOT_A_QUERY:
-                continue
-            parsed = IndexQuery(
-                query,
-                query_name,
-                getattr(aq_base(index), "query_options", ("query",)),
-                getattr(aq_base(index), "operators", ("or", "and")),
-                getattr(aq_base(index), "useOperator", "or"),
+            raise UnknownIndexError(
+                f"index {name!r}: no query translation for its type "
+                f"{index.meta_type!r}"
             )
-            if parsed.keys is None:
-                continue
-            translated = translator.where(index, parsed)
-            if translated is None:
-                continue
-            clause, values = translated
-            clauses.append(sql.SQL("(") + clause + sql.SQL(")"))
-            params += values
+        parsed = IndexQuery(
+            query,
+            query_name,
+            getattr(aq_base(index), "query_options", ("query",)),
+            getattr(aq_base(index), "operators", ("or", "and")),
+            getattr(aq_base(index), "useOperator", "or"),
+        )
+        if parsed.keys is None:
+            continue
+        index_context = replace(context, preceded=position > 0)
+        translated = translator.where(index, parsed, index_context)
+        if translated is None:
+            # ZCatalog: an index that finds nothing to do ends the search.
+            clauses.append(sql.SQL("FALSE"))
+            continue
+        clause, values = translated
+        clauses.append(sql.SQL("(") + clause + sql.SQL(")"))
+        params += values
+        relevance = getattr(translator, "relevance", None)
+        if score is None and relevance is not None:
+            ranked = relevance(index, parsed, index_context)
+            if ranked is not None:
+                score, score_params = ranked[0], tuple(ranked[1])
+    if not plan and not match_all:
+        clauses.append(sql.SQL("FALSE"))
 
     order_by, sort_clauses = _order_by(query, indexes)
     clauses += sort_clauses
-
-    b_start = _int(query, "b_start", 0)
-    b_size = _int(query, "b_size", None)
-    sort_limit = _int(query, "sort_limit", None)
-    if b_size is not None:
-        limit, offset = b_size, b_start
+    if sort_clauses or score is None:
+        score, score_params = None, ()
     else:
-        limit, offset = sort_limit, 0
+        # ZCatalog orders a full-text result by relevance when it is not
+        # sorted on an index.
+        order_by = sql.SQL("score DESC, zoid")
+
+    b_start = max(_int(query, "b_start", 0), 0)
+    b_size = _int(query, "b_size", None)
+    if b_size is None:
+        # ZCatalog: ``sort_limit`` stands for ``b_size`` when there is none.
+        limit = {"sort_limit": _sort_attr(query, "limit")}
+        b_size = _int(limit, "sort_limit", None) or None
+    source, source_params = (overlay.source() if overlay else (_TABLE, ()))
     return SearchSQL(
         where=sql.SQL(" AND ").join(clauses),
         params=tuple(params),
         order_by=order_by,
-        limit=limit,
-        offset=max(offset, 0),
+        limit=b_size,
+        offset=b_start,
+        score=score,
+        score_params=score_params,
+        source=source,
+        source_params=source_params,
     )
 
 
 def _order_by(query: dict, indexes: dict):
     """``ORDER BY`` terms and the clauses that drop rows without sort keys."""
-    sort_on = _as_list(query.get("sort_on"))
-    orders = _as_list(query.get("sort_order"))
+    sort_on = _as_list(_sort_attr(query, "on"))
+    orders = _as_list(_sort_attr(query, "order"))
     terms: list[sql.Composable] = []
     must_have: list[sql.Composable] = []
     for position, name in enumerate(sort_on):

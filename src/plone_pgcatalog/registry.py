@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from DateTime import DateTime
 from plone_pgcatalog.errors import QueryError
-from plone_pgcatalog.fulltext import fold
+from plone_pgcatalog.fulltext import index_text
 from plone_pgcatalog.fulltext import to_tsquery_text
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
+from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -76,27 +77,69 @@ def _attr(index) -> str:
     return names[0] if names else index.getId()
 
 
-def _compare(index_name: str, value, operator: str) -> tuple[sql.Composable, list]:
-    """One comparison of the index value with ``value`` (str or JSON)."""
+def _compare(json_expr, text_expr, value, operator: str) -> tuple[sql.Composable, list]:
+    """One comparison with ``value``: strings by code point, else as JSON."""
     if isinstance(value, str):
-        return text_key(index_name) + sql.SQL(f" {operator} %s"), [value]
-    return json_key(index_name) + sql.SQL(f" {operator} %s"), [Jsonb(value)]
+        return text_expr + sql.SQL(f" {operator} %s"), [value]
+    return json_expr + sql.SQL(f" {operator} %s"), [Jsonb(value)]
 
 
-def _range_clause(index, keys, range_spec: str) -> tuple[sql.Composable, list]:
-    name = index.getId()
-    parts, params = [], []
+def _bounds(json_expr, text_expr, name: str, keys: list, range_spec: str):
+    """``min``, ``max`` or ``min:max`` over the query values, as UnIndex.
+
+    As in ZCatalog, a falsy upper bound (0, "") leaves the range open
+    above, and a range naming neither bound matches every value.
+    """
+    if not keys:
+        raise QueryError(f"index {name!r}: a range query needs at least one value")
+    try:
+        low, high = min(keys), max(keys)
+    except TypeError as exc:
+        raise QueryError(
+            f"index {name!r}: range values {keys!r} are not comparable"
+        ) from exc
+    parts, params = [sql.SQL("TRUE")], []
     if "min" in range_spec:
-        clause, values = _compare(name, min(keys), ">=")
+        clause, values = _compare(json_expr, text_expr, low, ">=")
         parts.append(clause)
         params += values
-    if "max" in range_spec:
-        clause, values = _compare(name, max(keys), "<=")
+    if "max" in range_spec and high:
+        clause, values = _compare(json_expr, text_expr, high, "<=")
         parts.append(clause)
         params += values
-    if not parts:
-        raise QueryError(f"index {name!r}: range {range_spec!r} is not valid")
     return sql.SQL(" AND ").join(parts), params
+
+
+def _range_clause(name: str, keys: list, range_spec: str) -> tuple[sql.Composable, list]:
+    """Objects whose value of index ``name`` lies in the range."""
+    bounds, params = _bounds(json_key(name), text_key(name), name, keys, range_spec)
+    return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), bounds), params
+
+
+def _not_only(
+    name: str, matches: tuple[sql.Composable, list], context
+) -> tuple[sql.Composable, list]:
+    """A query with only ``not`` values, as ZCatalog's UnIndex answers it.
+
+    First in ZCatalog's plan, the index returns its objects that have a
+    value and none of the excluded ones.  After another index, it removes
+    the objects with an excluded value from the result it is given (objects
+    without a value stay), unless no object has an excluded value: then it
+    falls back to the first rule.
+    """
+    clause, params = matches
+    excluded = sql.SQL("NOT COALESCE({}, FALSE)").format(clause)
+    has_value = json_key(name) + sql.SQL(" IS NOT NULL")
+    if not context.preceded:
+        return sql.SQL("{} AND {}").format(has_value, excluded), list(params)
+    site, site_params = path_clause(context.site_path, -1)
+    any_excluded = sql.SQL(
+        "EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL AND {} AND {})"
+    ).format(site, clause)
+    return (
+        sql.SQL("{} AND ({} OR {})").format(excluded, has_value, any_excluded),
+        [*params, *site_params, *params],
+    )
 
 
 @implementer(IIndexTranslator)
@@ -122,33 +165,31 @@ class FieldTranslator:
             return MISSING
         return comparable(datum)
 
-    def where(self, index, query):
+    def _equals(self, name: str, values: list) -> tuple[sql.Composable, list]:
+        return json_key(name) + sql.SQL(" = ANY(%s)"), [[Jsonb(v) for v in values]]
+
+    def where(self, index, query, context):
         name = index.getId()
-        keys = [self.convert(index, key) for key in query.keys or ()]
-        clauses, params = [], []
+        # ZCatalog skips None: it has no order among indexed values.
+        keys = [self.convert(index, key) for key in query.keys if key is not None]
+        not_keys = [self.convert(index, key) for key in query.get("not") or ()]
+        if not query.keys and not_keys:
+            return _not_only(name, self._equals(name, not_keys), context)
         range_spec = query.get("range")
-        if range_spec and keys:
-            clause, values = _range_clause(index, keys, range_spec)
-            clauses.append(clause)
-            params += values
-        elif keys:
-            if query.get("operator", "or") == "and" and len(set(map(repr, keys))) > 1:
-                # One value per object: no object equals two different values.
-                return sql.SQL("FALSE"), []
-            clauses.append(json_key(name) + sql.SQL(" = ANY(%s)"))
-            params.append([Jsonb(key) for key in keys])
-        not_keys = query.get("not")
-        if not_keys:
-            not_values = [Jsonb(self.convert(index, key)) for key in not_keys]
-            clauses.append(
-                sql.SQL("({} IS NOT NULL AND NOT {} = ANY(%s))").format(
-                    json_key(name), json_key(name)
-                )
-            )
-            params.append(not_values)
-        if not clauses:
+        if range_spec:
+            clause, params = _range_clause(name, keys, range_spec)
+        elif not keys:
             return None
-        return sql.SQL(" AND ").join(clauses), params
+        elif query.operator == "and" and len(set(map(repr, keys))) > 1:
+            # One value per object: no object equals two different values.
+            return sql.SQL("FALSE"), []
+        else:
+            clause, params = self._equals(name, keys)
+        if not_keys:
+            excluded, values = self._equals(name, not_keys)
+            clause = sql.SQL("{} AND NOT {}").format(clause, excluded)
+            params = [*params, *values]
+        return clause, params
 
     def sort_expressions(self, index):
         name = index.getId()
@@ -202,36 +243,64 @@ class KeywordTranslator:
             return MISSING
         return sorted({comparable(k) for k in keywords}, key=repr)
 
-    def where(self, index, query):
+    @staticmethod
+    def _overlaps(name: str, keys: list, all_of: bool = False):
+        """Objects whose keywords include any (or all) of ``keys``."""
+        if all(isinstance(key, str) for key in keys):
+            operator = sql.SQL(" ?& %s") if all_of else sql.SQL(" ?| %s")
+            return json_key(name) + operator, [keys]
+        if all_of:
+            return json_key(name) + sql.SQL(" @> %s"), [Jsonb(keys)]
+        return json_key(name) + sql.SQL(" @> ANY(%s)"), [[Jsonb([k]) for k in keys]]
+
+    @staticmethod
+    def _in_range(name: str, keys: list, range_spec: str, all_of: bool, context):
+        """Objects with a keyword in the range; with ``and``, objects with
+        every keyword of the site's catalog in the range (UnIndex intersects
+        the objects of each keyword it finds in the range)."""
+        bounds, params = _bounds(
+            sql.SQL("e.k"), sql.SQL("((e.k #>> '{}') COLLATE \"C\")"), name, keys, range_spec
+        )
+        if not all_of:
+            exists = sql.SQL(
+                "EXISTS (SELECT 1 FROM jsonb_array_elements({key}) AS e(k) WHERE {bounds})"
+            ).format(key=json_key(name), bounds=bounds)
+            return sql.SQL("jsonb_typeof({}) = 'array' AND {}").format(
+                json_key(name), exists
+            ), params
+        # Unqualified columns in the subquery are those of "o"; the row
+        # being tested is "object_state" (the outer query's name for it).
+        site, site_params = path_clause(context.site_path, -1)
+        missing_one = sql.SQL(
+            "NOT EXISTS (SELECT 1 FROM object_state AS o,"
+            " jsonb_array_elements(o.idx -> {name}) AS e(k)"
+            " WHERE o.idx IS NOT NULL AND {site} AND {bounds}"
+            " AND NOT object_state.idx -> {name} @> jsonb_build_array(e.k))"
+        ).format(name=sql.Literal(name), site=site, bounds=bounds)
+        return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), missing_one), [
+            *site_params,
+            *params,
+        ]
+
+    def where(self, index, query, context):
         name = index.getId()
-        if query.get("range"):
-            raise QueryError(
-                f"index {name!r}: range queries on a KeywordIndex are not "
-                "supported by plone_pgcatalog yet"
-            )
-        keys = [comparable(key) for key in query.keys or ()]
-        clauses, params = [], []
-        if keys:
-            and_ = query.get("operator", "or") == "and"
-            if all(isinstance(key, str) for key in keys):
-                op = sql.SQL(" ?& %s") if and_ else sql.SQL(" ?| %s")
-                clauses.append(json_key(name) + op)
-                params.append(keys)
-            elif and_:
-                clauses.append(json_key(name) + sql.SQL(" @> %s"))
-                params.append(Jsonb(keys))
-            else:
-                clauses.append(json_key(name) + sql.SQL(" @> ANY(%s)"))
-                params.append([Jsonb([key]) for key in keys])
+        keys = [comparable(key) for key in query.keys if key is not None]
         not_keys = [comparable(key) for key in query.get("not") or ()]
-        if not_keys:
-            clauses.append(
-                sql.SQL("NOT COALESCE({} @> ANY(%s), FALSE)").format(json_key(name))
-            )
-            params.append([Jsonb([key]) for key in not_keys])
-        if not clauses:
+        if not query.keys and not_keys:
+            return _not_only(name, self._overlaps(name, not_keys), context)
+        all_of = query.operator == "and"
+        range_spec = query.get("range")
+        if range_spec:
+            clause, params = self._in_range(name, keys, range_spec, all_of, context)
+        elif not keys:
             return None
-        return sql.SQL(" AND ").join(clauses), params
+        else:
+            clause, params = self._overlaps(name, keys, all_of)
+        if not_keys:
+            excluded, values = self._overlaps(name, not_keys)
+            clause = sql.SQL("{} AND NOT COALESCE({}, FALSE)").format(clause, excluded)
+            params = [*params, *values]
+        return clause, params
 
     def sort_expressions(self, index):
         return None
@@ -273,7 +342,7 @@ class DateRangeTranslator:
             values.append(index._convertDateTime(value))
         return values
 
-    def where(self, index, query):
+    def where(self, index, query, context):
         if not query.keys:
             return None
         name = index.getId()
@@ -296,9 +365,12 @@ class DateRangeTranslator:
 class TextTranslator:
     """ZCTextIndex: words matched against a ``tsvector``.
 
-    ``SearchableText`` is stored in the ``searchable_text`` column; other
-    text indexes (Title, Description) as text in ``idx``, turned into a
-    ``tsvector`` at query time.
+    ``SearchableText`` is stored in the ``searchable_text`` column with
+    the exact words (weight A) and their stems in the item's language
+    (weight B, ``schema.searchable_vector``); a query matches exact words,
+    or stems in one of ``context.text_configs``.  Other text indexes
+    (Title, Description) are stored as words in ``idx`` and matched
+    exactly, as ZCatalog's lexicon matches them.
     """
 
     query_options = ("query",)
@@ -318,26 +390,55 @@ class TextTranslator:
                 value = " ".join(str(v) for v in value if v)
             if value:
                 texts.append(str(value))
-        if not texts:
-            return MISSING
-        # Folded as the query words are: case and accents do not matter.
-        return fold(" ".join(texts).replace("\x00", ""))
+        text = index_text(" ".join(texts))
+        return text if text else MISSING
 
-    def where(self, index, query):
-        if not query.keys:
-            return None
+    def _tsquery(self, index, query, context):
+        """``(tsquery expression, params)`` of the query, or None."""
         text = " ".join(str(key) for key in query.keys if key)
-        tsquery = to_tsquery_text(text)
-        if tsquery is None:
+        if index.getId() != "SearchableText":
+            tsquery = to_tsquery_text(text)
+            if tsquery is None:
+                return None
+            return sql.SQL("to_tsquery('simple'::regconfig, %s)"), [tsquery]
+        exact = to_tsquery_text(text, "A")
+        if exact is None:
             return None
+        parts, params = [sql.SQL("to_tsquery('simple'::regconfig, %s)")], [exact]
+        stemmed = to_tsquery_text(text, "B")
+        for config in context.text_configs:
+            parts.append(sql.SQL("to_tsquery(%s::regconfig, %s)"))
+            params += [config, stemmed]
+        return sql.SQL("(") + sql.SQL(" || ").join(parts) + sql.SQL(")"), params
+
+    def _vector(self, index):
         name = index.getId()
         if name == "SearchableText":
-            vector = sql.SQL("searchable_text")
-        else:
-            vector = sql.SQL("to_tsvector('simple'::regconfig, {})").format(
-                sql.SQL("COALESCE(idx ->> {}, '')").format(sql.Literal(name))
-            )
-        return vector + sql.SQL(" @@ to_tsquery('simple'::regconfig, %s)"), [tsquery]
+            return sql.SQL("searchable_text")
+        return sql.SQL("to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))").format(
+            sql.Literal(name)
+        )
+
+    def where(self, index, query, context):
+        if not query.keys:
+            return None
+        tsquery = self._tsquery(index, query, context)
+        if tsquery is None:
+            return None
+        expression, params = tsquery
+        return self._vector(index) + sql.SQL(" @@ ") + expression, params
+
+    def relevance(self, index, query, context):
+        """How well a row matches, for ordering a result by relevance."""
+        tsquery = self._tsquery(index, query, context)
+        if tsquery is None:
+            return None
+        expression, params = tsquery
+        # ts_rank is a float in (0, 1]; ZCatalog's scores are ints.
+        rank = sql.SQL("(ts_rank({}, {}) * 1000000)::bigint").format(
+            self._vector(index), expression
+        )
+        return rank, params
 
     def sort_expressions(self, index):
         return None
@@ -404,7 +505,7 @@ class RecurringDateTranslator:
                 f"index {index.getId()!r}: {value!r} is not a date"
             ) from exc
 
-    def where(self, index, query):
+    def where(self, index, query, context):
         if not query.keys:
             return None
         keys = [self.convert(index, key) for key in query.keys]

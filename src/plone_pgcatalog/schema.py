@@ -49,6 +49,22 @@ INSERT INTO pgcatalog_state (key, value) VALUES ('counter', 0),
     ON CONFLICT (key) DO NOTHING;
 """
 
+
+def searchable_vector(text: sql.Composable, config: sql.Composable) -> sql.Composed:
+    """The ``tsvector`` of ``SearchableText``, written and overlaid alike.
+
+    ``text`` is the object's words, folded and separated by spaces;
+    ``config`` the text search configuration of its language.  Exact words
+    carry weight A, their stems (when the language has a stemmer) weight B,
+    so a query can ask for either without one matching the other.
+    """
+    return sql.SQL(
+        "(setweight(to_tsvector('simple'::regconfig, {text}), 'A')"
+        " || CASE WHEN {config} = 'simple' THEN ''::tsvector"
+        " ELSE setweight(to_tsvector(({config})::regconfig, {text}), 'B') END)"
+    ).format(text=text, config=config)
+
+
 BUMP_COUNTER = sql.SQL(
     "UPDATE pgcatalog_state SET value = value + 1 WHERE key = 'counter'"
 )

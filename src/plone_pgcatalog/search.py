@@ -10,6 +10,7 @@ Must not open connections or build query clauses.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from plone_pgcatalog.query import SearchSQL
 from plone_pgcatalog.schema import READ_COUNTER
 from psycopg import sql
@@ -39,25 +40,45 @@ def _cursor(conn: psycopg.Connection) -> psycopg.Cursor:
     return cursor
 
 
-def run_search(conn: psycopg.Connection, search: SearchSQL):
-    """Return ``(ids, total)``: ``[(zoid, path)]`` of the window, all matches."""
+@dataclass(frozen=True)
+class Found:
+    """What one search found: the window's rows and the number of matches."""
+
+    #: ``[(zoid, path)]`` of the window, in order
+    ids: list
+    total: int
+    #: ``[(score, normalized score)]`` aligned with ``ids``, when ranked
+    scores: list | None = None
+
+
+def run_search(conn: psycopg.Connection, search: SearchSQL) -> Found:
+    """Run the window's query (one round trip; two past the end)."""
     statement, params = search.ids_query()
     with _cursor(conn) as cursor:
         cursor.execute(statement, params)
         rows = cursor.fetchall()
-    if search.limit is None and not search.offset:
-        return rows, len(rows)
-    total = rows[0][2] if rows else _count(conn, search)
-    return [(zoid, path) for zoid, path, _ in rows], total
+    ids = [(row[0], row[1]) for row in rows]
+    scores = None
+    if search.score is not None:
+        # ZCatalog: the normalized score is a percentage of the best one.
+        scores = [
+            (score, int(100.0 * score / best) if best else 100)
+            for _, _, score, best, *_ in rows
+        ]
+    if not search.windowed:
+        total = len(rows)
+    elif rows:
+        total = rows[0][-1]
+    else:
+        total = _count(conn, search)
+    return Found(ids, total, scores)
 
 
 def _count(conn: psycopg.Connection, search: SearchSQL) -> int:
     # A window past the end returns no row to carry the total: ask for it.
-    statement = sql.SQL("SELECT count(*) FROM object_state WHERE {}").format(
-        search.where
-    )
+    statement, params = search.count_query()
     with _cursor(conn) as cursor:
-        cursor.execute(statement, search.params)
+        cursor.execute(statement, params)
         return cursor.fetchone()[0]
 
 

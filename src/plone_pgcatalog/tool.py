@@ -41,7 +41,10 @@ from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.extraction import extract_row
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.query import build_query
+from plone_pgcatalog.query import Overlay
+from plone_pgcatalog.query import QueryContext
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.CMFCore.indexing import processQueue
@@ -413,23 +416,65 @@ class PGCatalogTool(UniqueObject, Folder):
         """Like unrestrictedSearchResults, without processing the queue."""
         return self._search(_merge(REQUEST, kw))
 
-    def _search(self, query: dict) -> LazyResults:
-        plan = build_query(query, self.getIndexDefinitions(), self._site_path())
+    def _search(self, query: dict, match_all: bool = False) -> LazyResults:
+        pending = current_pending()
+        overlay = _overlay(pending)
+        plan = build_query(
+            query,
+            self.getIndexDefinitions(),
+            self._site_path(),
+            QueryContext(text_configs=self._text_configs(query)),
+            overlay,
+            match_all=match_all,
+        )
         conn = connection.read_connection(self)
         try:
             with conn.transaction():
-                ids, total = search.run_search(conn, plan)
+                found = search.run_search(conn, plan)
         except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
             # The catalog columns are created before the first commit that
             # writes catalog data; until then nothing is cataloged.
             logger.info("catalog columns not created yet: empty result")
-            ids, total = [], 0
+            found = search.Found([], 0)
+        # Rows this transaction cataloged have their metadata here, not in
+        # PostgreSQL yet.
+        pending_meta = {row["zoid"]: pending.rows[row["zoid"]].meta
+                        for row in overlay.rows}
 
         def load_metadata(zoids):
+            stored = [zoid for zoid in zoids if zoid not in pending_meta]
             with conn.transaction():
-                return search.load_metadata(conn, zoids)
+                loaded = search.load_metadata(conn, stored)
+            loaded.update(
+                (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
+            )
+            return loaded
 
-        return LazyResults(ids, total, self, self._catalog.names, load_metadata)
+        return LazyResults(
+            found.ids,
+            found.total,
+            self,
+            self._catalog.names,
+            load_metadata,
+            found.scores,
+        )
+
+    def _text_configs(self, query: dict) -> tuple[str, ...]:
+        """Languages whose stems a full-text query matches.
+
+        Those the query asks for with ``Language``, else the site's
+        available languages (Plone's language settings).
+        """
+        languages = query.get("Language")
+        if isinstance(languages, dict):
+            languages = languages.get("query")
+        if isinstance(languages, str):
+            languages = [languages]
+        if not isinstance(languages, (list, tuple)) or not languages:
+            languages = _site_languages()
+        configs = {text_config(language) for language in languages}
+        configs.discard("simple")
+        return tuple(sorted(configs))
 
     # -- what else ZCatalog answers -------------------------------------------
 
@@ -444,7 +489,7 @@ class PGCatalogTool(UniqueObject, Folder):
             return 0
 
     def __len__(self) -> int:
-        return self._unrestrictedSearchResults().actual_result_count
+        return self._search({}, match_all=True).actual_result_count
 
     def __bool__(self) -> bool:
         # A catalog is a tool: it is true even when it holds no rows.
@@ -452,6 +497,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(search_zcatalog)
     def getpath(self, rid: int) -> str:
+        pending = current_pending()
+        if pending and rid in pending.rows:
+            return pending.rows[rid].path
         conn = connection.read_connection(self)
         with conn.transaction():
             path = search.path_of(conn, rid, self._site_path())
@@ -461,6 +509,10 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _row_data(self, rid: int) -> tuple[dict, dict]:
         """``(idx, meta)`` of one cataloged row; KeyError if there is none."""
+        pending = current_pending()
+        if pending and rid in pending.rows:
+            row = pending.rows[rid]
+            return row.idx, row.meta
         conn = connection.read_connection(self)
         with conn.transaction():
             idx, meta = search.row_data(conn, rid)
@@ -493,6 +545,30 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getobject(self, rid: int, REQUEST=None):
         return self.unrestrictedTraverse(self.getpath(rid))
+
+
+def _overlay(pending) -> Overlay:
+    """This transaction's catalog changes, for searches made before commit."""
+    if not pending:
+        return Overlay()
+    return Overlay(
+        rows=tuple(row.as_json() for row in pending.rows.values()),
+        removed_paths=tuple(sorted(pending.removed_paths)),
+        cleared_subtrees=tuple(sorted(pending.cleared_subtrees)),
+    )
+
+
+def _site_languages() -> list[str]:
+    """The languages Plone's settings offer (default language first)."""
+    from plone.registry.interfaces import IRegistry
+    from zope.component import queryUtility
+
+    registry = queryUtility(IRegistry)
+    if registry is None:
+        return []
+    default = registry.get("plone.default_language") or ""
+    available = registry.get("plone.available_languages") or []
+    return [default, *available]
 
 
 def _merge(query, kw: dict) -> dict:

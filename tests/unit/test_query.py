@@ -112,9 +112,90 @@ def test_invalid_operator_names_index():
         build_query({"Subject": {"query": "a", "operator": "xor"}}, _indexes(), "/plone")
 
 
-def test_keyword_range_is_refused_clearly():
-    with pytest.raises(QueryError, match="'Subject'"):
-        build_query({"Subject": {"query": ["a", "b"], "range": "min:max"}}, _indexes(), "/plone")
+def test_keyword_range_tests_each_keyword():
+    text, params = _sql(
+        build_query({"Subject": {"query": ["a", "c"], "range": "min:max"}}, _indexes(), "/plone")
+    )
+    assert "jsonb_array_elements((idx -> 'Subject')) AS e(k)" in text
+    assert "((e.k #>> '{}') COLLATE \"C\") >= %s" in text
+    assert ["a", "c"] == [p for p in params if p in ("a", "c")]
+
+
+def test_a_range_without_values_names_the_index():
+    with pytest.raises(QueryError, match="'portal_type'"):
+        build_query({"portal_type": {"query": [], "range": "min"}}, _indexes(), "/plone")
+
+
+def test_values_that_cannot_be_sorted_name_the_index():
+    with pytest.raises(QueryError, match="'portal_type'"):
+        build_query({"portal_type": ["a", 1]}, _indexes(), "/plone")
+
+
+def test_a_query_naming_no_index_has_no_results():
+    for query in ({}, {"nope": 1}, {"sort_on": "portal_type"}):
+        text, _ = _sql(build_query(query, _indexes(), "/plone"))
+        assert " AND FALSE" in text
+
+
+def test_an_index_with_nothing_to_do_ends_the_search():
+    text, _ = _sql(build_query({"portal_type": []}, _indexes(), "/plone"))
+    assert " AND FALSE" in text
+
+
+def test_not_only_first_in_plan_needs_a_value():
+    text, _ = _sql(build_query({"portal_type": {"not": "a"}}, _indexes(), "/plone"))
+    assert "(idx -> 'portal_type') IS NOT NULL AND NOT COALESCE(" in text
+    assert "EXISTS" not in text
+
+
+def test_not_only_after_another_index_keeps_objects_without_value():
+    # "Subject" comes before "portal_type" in ZCatalog's default plan.
+    text, _ = _sql(
+        build_query({"Subject": "x", "portal_type": {"not": "a"}}, _indexes(), "/plone")
+    )
+    assert "OR EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL" in text
+
+
+def test_sort_limit_is_the_window_size_from_b_start():
+    plan = build_query(
+        {"portal_type": "a", "sort_on": "portal_type", "sort_limit": 3, "b_start": 2},
+        _indexes(),
+        "/plone",
+    )
+    assert (plan.limit, plan.offset) == (3, 2)
+
+
+def test_full_text_without_sort_is_ordered_by_relevance():
+    from plone_pgcatalog.query import QueryContext
+    from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
+
+    indexes = dict(_indexes())
+    indexes["SearchableText"] = ZCTextIndex.__new__(ZCTextIndex)
+    indexes["SearchableText"].id = "SearchableText"
+    indexes["SearchableText"].meta_type = "ZCTextIndex"
+    plan = build_query(
+        {"SearchableText": "Lighthouses"},
+        indexes,
+        "/plone",
+        QueryContext(text_configs=("english",)),
+    )
+    text, params = _sql(plan)
+    assert "ORDER BY score DESC, zoid" in text
+    assert "to_tsquery(%s::regconfig, %s)" in text
+    assert "lighthouses:A" in params and "lighthouses:B" in params and "english" in params
+
+
+def test_pending_rows_stand_in_for_the_table():
+    from plone_pgcatalog.query import Overlay
+
+    overlay = Overlay(
+        rows=({"zoid": 7, "path": "/plone/a", "parent_path": "/plone", "path_depth": 2,
+               "idx": {"portal_type": "a"}, "searchable_text": None, "text_config": "simple"},),
+        removed_paths=("/plone/b",),
+    )
+    text, params = _sql(build_query({"portal_type": "a"}, _indexes(), "/plone", overlay=overlay))
+    assert "FROM (SELECT zoid, path" in text and "jsonb_to_recordset(%s)" in text
+    assert params[:2] == ([7], ["/plone/b"])
 
 
 def test_bad_batch_size_names_the_key():
