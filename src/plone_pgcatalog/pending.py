@@ -35,6 +35,14 @@ class PendingCatalog:
         self.cleared_subtrees: set[str] = set()
         #: zoids whose rows the state processor wrote with the object state
         self.written: set[int] = set()
+        #: folders whose items' positions are rewritten at commit:
+        #: path -> (folder, names of the position indexes)
+        self.reordered: dict[str, tuple] = {}
+        #: path -> ids in order, read from ``reordered`` just before commit
+        self.positions: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        #: folders whose next "container modified" event is an appended item
+        self.added: set[str] = set()
+        txn.addBeforeCommitHook(self._read_positions)
 
     # -- what the tool records ------------------------------------------------
 
@@ -57,8 +65,34 @@ class PendingCatalog:
             del self.rows[zoid]
         self.cleared_subtrees.add(path)
 
+    def reorder(self, folder, index_names: tuple[str, ...]) -> None:
+        """Rewrite the positions of ``folder``'s items when committing."""
+        path = "/".join(folder.getPhysicalPath())
+        self.reordered[path] = (folder, index_names)
+
+    def mark_added(self, folder) -> None:
+        """An item was appended to ``folder`` (see ``ordering``)."""
+        self.added.add("/".join(folder.getPhysicalPath()))
+
+    def take_added(self, folder) -> bool:
+        """Whether ``folder``'s last change was an appended item (once)."""
+        path = "/".join(folder.getPhysicalPath())
+        if path in self.added:
+            self.added.discard(path)
+            return True
+        return False
+
+    def _read_positions(self) -> None:
+        # The final order, read before the commit stores anything.
+        self.positions = {
+            path: (tuple(folder.getOrdering().idsInOrder()), names)
+            for path, (folder, names) in self.reordered.items()
+        }
+
     def __bool__(self) -> bool:
-        return bool(self.rows or self.removed_paths or self.cleared_subtrees)
+        return bool(
+            self.rows or self.removed_paths or self.cleared_subtrees or self.reordered
+        )
 
     # -- IDataManager ---------------------------------------------------------
 
@@ -91,6 +125,9 @@ class PendingCatalog:
         self.removed_paths.clear()
         self.cleared_subtrees.clear()
         self.written.clear()
+        self.reordered.clear()
+        self.positions.clear()
+        self.added.clear()
 
 
 @implementer(IDataManagerSavepoint)
@@ -102,11 +139,13 @@ class PendingSavepoint:
         self.rows = dict(pending.rows)
         self.removed_paths = set(pending.removed_paths)
         self.cleared_subtrees = set(pending.cleared_subtrees)
+        self.reordered = dict(pending.reordered)
 
     def rollback(self) -> None:
         self.pending.rows = dict(self.rows)
         self.pending.removed_paths = set(self.removed_paths)
         self.pending.cleared_subtrees = set(self.cleared_subtrees)
+        self.pending.reordered = dict(self.reordered)
 
 
 def current_pending(create: bool = False) -> PendingCatalog | None:

@@ -60,6 +60,17 @@ _CLEAR_WHERE = sql.SQL(
 )
 
 
+# Every child of one folder gets its position (0-based) in one statement.
+_SET_POSITIONS = sql.SQL(
+    "UPDATE object_state AS s"
+    " SET idx = jsonb_set(s.idx, %s::text[], to_jsonb(o.position - 1))"
+    " FROM unnest(%s::text[]) WITH ORDINALITY AS o(id, position)"
+    " WHERE s.idx IS NOT NULL AND s.parent_path = %s"
+    " AND s.path = %s || '/' || o.id"
+    " AND s.idx -> (%s::text[])[1] IS DISTINCT FROM to_jsonb(o.position - 1)"
+)
+
+
 def row_params(row: CatalogRow) -> dict:
     """Bound parameters of one row, keyed by column name."""
     return {
@@ -116,6 +127,11 @@ class CatalogStateProcessor:
         for root in sorted(pending.cleared_subtrees):
             subtree, params = path_clause(root, -1)
             cursor.execute(_CLEAR_WHERE.format(subtree), (*params, kept))
+        for parent, (ids, names) in sorted(pending.positions.items()):
+            for name in names:
+                cursor.execute(
+                    _SET_POSITIONS, ([name], list(ids), parent, parent, [name])
+                )
         cursor.execute(schema.BUMP_COUNTER)
         logger.debug(
             "catalog: %d rows written, %d paths removed",

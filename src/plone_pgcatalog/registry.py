@@ -458,6 +458,10 @@ class PositionTranslator(FieldTranslator):
             return value
         return MISSING
 
+    def where(self, index, query, context):
+        # GopipIndex only sorts; in ZCatalog a query naming it finds nothing.
+        return None
+
 
 @implementer(IIndexTranslator)
 class RecurringDateTranslator:

@@ -1,0 +1,74 @@
+"""Positions in folders (``getObjPositionInParent``) kept current.
+
+Owns: noticing that the order of a folder's items changed and recording
+the folder in the transaction's pending catalog changes, so that the
+commit rewrites every child's position in one set-based statement
+(``processor.CatalogStateProcessor.finalize``).
+
+ZCatalog's GopipIndex stores nothing: it asks the folders for positions
+each time it sorts.  We store positions, so a reorder (Plone's
+``moveObjectsByDelta`` and friends notify ``IContainerModifiedEvent``) and
+a removal (later siblings move up) must refresh them.  An item that is
+added goes to the end and is cataloged with its own position.
+
+Must not touch SQL or connections.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from plone.folder.interfaces import IExplicitOrdering
+from plone.folder.interfaces import IOrderableFolder
+from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.pending import current_pending
+from Products.CMFCore.utils import getToolByName
+
+
+def _catalog(container):
+    catalog = getToolByName(container, "portal_catalog", None)
+    if catalog is None or not IPGCatalogTool.providedBy(catalog):
+        return None
+    return catalog
+
+
+def _record(container) -> None:
+    if not IOrderableFolder.providedBy(container):
+        return
+    if not IExplicitOrdering.providedBy(container.getOrdering()):
+        return
+    catalog = _catalog(container)
+    if catalog is None:
+        return
+    names = tuple(
+        name
+        for name, index in catalog.getIndexDefinitions().items()
+        if index.meta_type == "GopipIndex"
+    )
+    if names:
+        catalog._pending().reorder(container, names)
+
+
+def container_modified(container, event) -> None:
+    """A folder's items were reordered, added or removed.
+
+    OFS announces every added item with ``ObjectAddedEvent`` and then this
+    event; an item added at the end moves no sibling, so that one pair is
+    skipped (``object_moved`` marks it).
+    """
+    pending = current_pending()
+    if pending is not None and pending.take_added(container):
+        return
+    _record(container)
+
+
+def object_moved(obj, event) -> None:
+    """An item left a folder (siblings after it move up) or arrived in one."""
+    old_parent, new_parent = event.oldParent, event.newParent
+    if old_parent is not None and new_parent is not None:
+        if aq_base(old_parent) is aq_base(new_parent):
+            return  # a rename: plone.folder keeps the position
+    if new_parent is not None and _catalog(new_parent) is not None:
+        new_parent_pending = current_pending(create=True)
+        new_parent_pending.mark_added(new_parent)
+    if old_parent is not None:
+        _record(old_parent)

@@ -1,0 +1,107 @@
+"""Positions in folders stay what the folders say, as ZCatalog's GopipIndex
+reads them live: after reordering, removal, cut and paste."""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+
+import transaction
+
+
+def _folder_with_pages(portal, id="f", count=5):
+    folder = api.content.create(container=portal, type="Folder", id=id, title=id)
+    for number in range(count):
+        api.content.create(container=folder, type="Document", id=f"p{number}", title=f"P{number}")
+    return folder
+
+
+def _catalog_order(folder) -> list[str]:
+    path = "/".join(folder.getPhysicalPath())
+    brains = api.content.find(
+        path={"query": path, "depth": 1}, sort_on="getObjPositionInParent"
+    )
+    return [brain.getId for brain in brains]
+
+
+def _stored_positions(folder) -> dict[str, int]:
+    catalog = api.portal.get_tool("portal_catalog")
+    path = "/".join(folder.getPhysicalPath())
+    return {
+        brain.getId: catalog.getIndexDataForRID(brain.getRID())["getObjPositionInParent"]
+        for brain in catalog.unrestrictedSearchResults(path={"query": path, "depth": 1})
+    }
+
+
+def _live_positions(folder) -> dict[str, int]:
+    return {id: folder.getObjectPosition(id) for id in folder.objectIds()}
+
+
+def test_reordering_rewrites_positions(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = _folder_with_pages(portal)
+    transaction.commit()
+    folder.moveObjectsToTop(["p3"])
+    folder.moveObjectsByDelta(["p0"], 2)
+    transaction.commit()
+    assert _catalog_order(folder) == list(folder.objectIds())
+    assert _stored_positions(folder) == _live_positions(folder)
+
+
+def test_removal_moves_later_siblings_up(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = _folder_with_pages(portal)
+    transaction.commit()
+    api.content.delete(obj=folder["p1"])
+    transaction.commit()
+    assert _stored_positions(folder) == _live_positions(folder)
+
+
+def test_cut_and_paste_between_folders(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    source = _folder_with_pages(portal, "source")
+    target = _folder_with_pages(portal, "target", 2)
+    transaction.commit()
+    api.content.move(source=source["p0"], target=target)
+    transaction.commit()
+    assert _stored_positions(source) == _live_positions(source)
+    assert _stored_positions(target) == _live_positions(target)
+    assert _catalog_order(target) == list(target.objectIds())
+
+
+def test_adding_an_item_writes_no_sibling(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = _folder_with_pages(portal)
+    transaction.commit()
+    api.content.create(container=folder, type="Document", id="late", title="Late")
+    pending = portal.portal_catalog._pending()
+    assert pending.reordered == {}
+    transaction.commit()
+    assert _stored_positions(folder) == _live_positions(folder)
+
+
+def test_a_rolled_back_reorder_is_forgotten(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = _folder_with_pages(portal)
+    transaction.commit()
+    savepoint = transaction.savepoint()
+    folder.moveObjectsToTop(["p4"])
+    assert portal.portal_catalog._pending().reordered
+    savepoint.rollback()
+    assert portal.portal_catalog._pending().reordered == {}
+    transaction.commit()
+    assert _stored_positions(folder) == _live_positions(folder)
+
+
+def test_a_query_on_the_position_index_finds_nothing_as_in_zcatalog(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    _folder_with_pages(portal)
+    transaction.commit()
+    assert len(api.content.find(getObjPositionInParent=1)) == 0
