@@ -18,6 +18,7 @@ always bound parameters.  Must not import the tool, connections or brains.
 from __future__ import annotations
 
 from DateTime import DateTime
+from DateTime.interfaces import DateTimeError
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.fulltext import index_text
 from plone_pgcatalog.fulltext import to_tsquery_text
@@ -25,6 +26,7 @@ from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
+from Products.PluginIndexes.util import datetime_to_minutes
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from zope.component import queryUtility
@@ -347,14 +349,27 @@ class DateRangeTranslator:
             return None
         name = index.getId()
         # ZCatalog takes the first key as the moment to test.
+        try:
+            minutes = datetime_to_minutes(query.keys[0], index.precision_value)
+        except (TypeError, ValueError, OverflowError, DateTimeError) as exc:
+            raise QueryError(f"index {name!r}: {query.keys[0]!r} is not a date") from exc
+        if minutes is None:
+            raise QueryError(f"index {name!r}: {query.keys[0]!r} is not a date")
         moment = index._convertDateTime(query.keys[0])
         if moment is None:
-            raise QueryError(f"index {name!r}: {query.keys[0]!r} is not a date")
+            # Outside the index's floor and ceiling: ZCatalog's bounds are
+            # open then, so every object with a range matches.
+            return json_key(name) + sql.SQL(" IS NOT NULL"), []
         clause = sql.SQL(
-            "({k} IS NOT NULL"
-            " AND (({k} -> 0) = 'null'::jsonb OR ({k} -> 0) <= %s)"
-            " AND (({k} -> 1) = 'null'::jsonb OR ({k} -> 1) >= %s))"
+            "(({k} -> 0) = 'null'::jsonb OR ({k} -> 0) <= %s)"
+            " AND (({k} -> 1) = 'null'::jsonb OR ({k} -> 1) >= %s)"
         ).format(k=json_key(name))
+        if context.preceded:
+            # Narrowing a given result, ZCatalog removes only the objects
+            # whose range excludes the moment; objects without one stay.
+            clause = sql.SQL("({} IS NULL OR ({}))").format(json_key(name), clause)
+        else:
+            clause = sql.SQL("({} IS NOT NULL AND {})").format(json_key(name), clause)
         return clause, [Jsonb(moment), Jsonb(moment)]
 
     def sort_expressions(self, index):
