@@ -284,10 +284,14 @@ class KeywordTranslator:
             *params,
         ]
 
+    def convert(self, index, value):
+        """The stored form of one query value."""
+        return comparable(value)
+
     def where(self, index, query, context):
         name = index.getId()
-        keys = [comparable(key) for key in query.keys if key is not None]
-        not_keys = [comparable(key) for key in query.get("not") or ()]
+        keys = [self.convert(index, key) for key in query.keys if key is not None]
+        not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
             return _not_only(name, self._overlaps(name, not_keys), context)
         all_of = query.operator == "and"
@@ -479,14 +483,15 @@ class PositionTranslator(FieldTranslator):
 
 
 @implementer(IIndexTranslator)
-class RecurringDateTranslator:
+class RecurringDateTranslator(KeywordTranslator):
     """DateRecurringIndex: every occurrence, as DateRecurringIndex's ints.
 
-    Stored as a sorted JSON array; a query matches an object when one of its
-    occurrences matches, as in Products.DateRecurringIndex.
+    Stored as a sorted JSON array.  DateRecurringIndex is a UnIndex with
+    one entry per occurrence, so it is queried like a keyword index whose
+    keywords are the occurrences (values, ranges, ``not``, ``and``).
     """
 
-    query_options = ("query", "range")
+    query_options = ("query", "range", "not")
 
     def extract(self, index, obj):
         from plone.event.recurrence import recurrence_sequence_ical
@@ -514,40 +519,27 @@ class RecurringDateTranslator:
         return sorted({dt2int(date) for date in dates if date is not None})
 
     def convert(self, index, value):
+        # DateRecurringIndex._convert: dt2int, 0 standing for "no date".
         from plone.event.utils import dt2int
-        from plone.event.utils import pydt
 
         try:
-            return dt2int(pydt(value))
+            return dt2int(value)
         except Exception as exc:  # plone.event raises several kinds
             raise QueryError(
                 f"index {index.getId()!r}: {value!r} is not a date"
             ) from exc
 
-    def where(self, index, query, context):
-        if not query.keys:
-            return None
-        keys = [self.convert(index, key) for key in query.keys]
-        key = json_key(index.getId())
-        range_spec = query.get("range")
-        if range_spec:
-            conditions, variables = [], []
-            if "min" in range_spec:
-                conditions.append("@ >= $min")
-                variables.append(("min", min(keys)))
-            if "max" in range_spec:
-                conditions.append("@ <= $max")
-                variables.append(("max", max(keys)))
-            path = "$[*] ? (" + " && ".join(conditions) + ")"
-            return (
-                sql.SQL("jsonb_path_exists({}, {}, %s)").format(key, sql.Literal(path)),
-                [Jsonb(dict(variables))],
-            )
-        return key + sql.SQL(" @> ANY(%s)"), [[Jsonb([k]) for k in keys]]
-
     def sort_expressions(self, index):
-        # The first occurrence orders the object.
-        return [sql.SQL("({} -> 0)").format(json_key(index.getId()))]
+        # ZCatalog sorts on the tuple of occurrences: the first one, then
+        # the others, as Python compares tuples (PostgreSQL arrays too).
+        key = json_key(index.getId())
+        return [
+            sql.SQL("({} -> 0)").format(key),
+            sql.SQL(
+                "ARRAY(SELECT e::bigint FROM jsonb_array_elements_text({})"
+                " WITH ORDINALITY AS a(e, n) ORDER BY n)"
+            ).format(key),
+        ]
 
 
 TRANSLATORS: dict[str, IIndexTranslator] = {
