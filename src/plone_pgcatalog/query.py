@@ -123,20 +123,21 @@ class SearchSQL:
         return self.limit is not None or bool(self.offset)
 
     def ids_query(self) -> tuple[sql.Composed, tuple]:
-        """``SELECT zoid, path[, score, max score][, total]`` of the window."""
-        columns = sql.SQL("zoid, path")
-        params: list = []
-        if self.score is not None:
-            columns += sql.SQL(", {} AS score, max({}) OVER ()").format(
-                self.score, self.score
-            )
-            params += [*self.score_params, *self.score_params]
-        if self.windowed:
-            columns += sql.SQL(", count(*) OVER ()")
-        statement = sql.SQL("SELECT {} FROM {} WHERE {} ORDER BY {}").format(
-            columns, self.source, self.where, self.order_by
-        )
-        params += [*self.source_params, *self.params]
+        """``SELECT zoid, path[, score, best score][, total]`` of the window."""
+        windowed = sql.SQL(", count(*) OVER ()") if self.windowed else sql.SQL("")
+        if self.score is None:
+            statement = sql.SQL(
+                "SELECT zoid, path{} FROM {} WHERE {} ORDER BY {}"
+            ).format(windowed, self.source, self.where, self.order_by)
+            params = [*self.source_params, *self.params]
+        else:
+            # The score is computed once per row, in the inner query.
+            statement = sql.SQL(
+                "SELECT zoid, path, score, max(score) OVER (){} FROM"
+                " (SELECT zoid, path, {} AS score FROM {} WHERE {}) AS ranked"
+                " ORDER BY {}"
+            ).format(windowed, self.score, self.source, self.where, self.order_by)
+            params = [*self.score_params, *self.source_params, *self.params]
         if self.limit is not None:
             statement += sql.SQL(" LIMIT %s")
             params.append(self.limit)

@@ -232,6 +232,14 @@ class BooleanTranslator(FieldTranslator):
     def convert(self, index, value):
         return bool(value)
 
+    def where(self, index, query, context):
+        # BooleanIndex answers with its first value only (Python truth).
+        if not query.keys:
+            return None
+        return json_key(index.getId()) + sql.SQL(" = %s"), [
+            Jsonb(bool(query.keys[0]))
+        ]
+
 
 @implementer(IIndexTranslator)
 class KeywordTranslator:
