@@ -1,0 +1,86 @@
+"""An add-on brings its own index type: a named ``IIndexTranslator`` utility."""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog.interfaces import IIndexTranslator
+from plone_pgcatalog.interfaces import MISSING
+from plone_pgcatalog.registry import json_key
+from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+from psycopg import sql
+from psycopg.types.json import Jsonb
+from zope.component import getGlobalSiteManager
+from zope.interface import implementer
+
+import pytest
+import transaction
+
+
+class InitialIndex(FieldIndex):
+    """An add-on's index type: the first letter of an attribute."""
+
+    meta_type = "InitialIndex"
+
+
+@implementer(IIndexTranslator)
+class InitialTranslator:
+    query_options = ("query",)
+
+    def extract(self, index, obj):
+        value = getattr(obj, index.getIndexSourceNames()[0], None)
+        if callable(value):
+            value = value()
+        return value[:1].lower() if value else MISSING
+
+    def where(self, index, query, context):
+        if not query.keys:
+            return None
+        return json_key(index.getId()) + sql.SQL(" = ANY(%s)"), [
+            [Jsonb(str(key)[:1].lower()) for key in query.keys]
+        ]
+
+    def sort_expressions(self, index):
+        return [json_key(index.getId())]
+
+
+@pytest.fixture
+def initial_translator():
+    registry = getGlobalSiteManager()
+    translator = InitialTranslator()
+    registry.registerUtility(translator, IIndexTranslator, name="InitialIndex")
+    yield translator
+    registry.unregisterUtility(translator, IIndexTranslator, name="InitialIndex")
+
+
+def test_an_add_on_index_type_is_indexed_and_queried(pg_layer, initial_translator):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+
+    class Extra:
+        indexed_attrs = "Title"
+
+    catalog.addIndex("title_initial", InitialIndex("title_initial", extra=Extra()))
+    for title in ("Apple", "avocado", "Banana"):
+        api.content.create(container=portal, type="Document", title=title)
+    transaction.commit()
+
+    found = api.content.find(title_initial="A", sort_on="sortable_title")
+    assert [brain.Title for brain in found] == ["Apple", "avocado"]
+    assert catalog.Indexes["title_initial"].meta_type == "InitialIndex"
+
+
+def test_an_index_type_without_translator_is_refused_clearly(pg_layer):
+    from plone_pgcatalog.errors import UnknownIndexError
+
+    portal = pg_layer["portal"]
+    catalog = portal.portal_catalog
+
+    class Extra:
+        indexed_attrs = "Title"
+
+    catalog.addIndex("title_initial", InitialIndex("title_initial", extra=Extra()))
+    with pytest.raises(UnknownIndexError, match="'title_initial'.*'InitialIndex'"):
+        catalog.unrestrictedSearchResults(title_initial="a")
