@@ -47,6 +47,10 @@ CREATE TABLE IF NOT EXISTS pgcatalog_state (
 INSERT INTO pgcatalog_state (key, value) VALUES ('counter', 0),
     ('schema_version', 1)
     ON CONFLICT (key) DO NOTHING;
+CREATE INDEX IF NOT EXISTS pgcatalog_path_depth
+    ON object_state (path_depth, path) WHERE idx IS NOT NULL;
+CREATE INDEX IF NOT EXISTS pgcatalog_path_elements
+    ON object_state USING gin (string_to_array(path, '/')) WHERE idx IS NOT NULL;
 """
 
 
