@@ -1,0 +1,193 @@
+"""Differential: the whole ZCatalog query language, ZCatalog as the oracle.
+
+The content of ``content.py`` is built once in a stock ZCatalog site and once
+in a plone_pgcatalog site; every query of ``queries.py`` runs in both as three
+users (the Manager, ``member1`` with local roles, Anonymous) inside one
+module-scoped fixture, and one test per query and user compares the recorded
+outcomes.  Then, in each site, content is changed without committing and the
+read-your-writes queries run.
+
+Must not import plone_pgcatalog's internals: both sites are driven only
+through ``portal_catalog`` as Plone calls it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from tests.conftest import run_in
+from tests.differential.content import build_content
+from tests.differential.content import change_without_commit
+from tests.differential.content import ITEMS
+from tests.differential.content import MEMBER
+from tests.differential.queries import QUERIES
+from tests.differential.queries import STEMMING_QUERIES
+from tests.differential.queries import UNCOMMITTED_QUERIES
+
+import copy
+import pytest
+import transaction
+
+USERS = ("manager", "member", "anonymous")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one query gave: paths and counts, or the exception's classes."""
+
+    paths: tuple[str, ...] = ()
+    length: int = 0
+    total: int = 0
+    error: tuple[str, ...] = ()  # class names of the exception's MRO
+    message: str = ""
+
+    def __str__(self) -> str:
+        if self.error:
+            return f"raised {self.error[0]}: {self.message}"
+        return f"{self.length} of {self.total}: {list(self.paths)}"
+
+
+def _become(portal, user: str) -> None:
+    if user == "manager":
+        login(portal, TEST_USER_NAME)
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+    elif user == "member":
+        login(portal, MEMBER)
+    else:
+        logout()
+
+
+def _run(catalog, query: dict, call: str) -> Outcome:
+    # A copy per run: a catalog that changed the dict must not change the
+    # query the other site gets.
+    query = copy.deepcopy(query)
+    try:
+        results = catalog(query) if call == "dict" else catalog(**query)
+        paths = tuple(brain.getPath() for brain in results)
+        return Outcome(paths, len(results), results.actual_result_count)
+    except Exception as exc:  # the outcome to compare, not a test failure
+        return Outcome(
+            error=tuple(cls.__name__ for cls in type(exc).__mro__),
+            message=str(exc)[:300],
+        )
+
+
+def _record(layer) -> dict:
+    """Build the content in ``layer``'s site, run every query, record it all."""
+    runner = run_in(layer)
+    try:
+        portal = next(runner)["portal"]
+        build_content(portal)
+        catalog = portal.portal_catalog
+        records: dict = {}
+        for user in USERS:
+            _become(portal, user)
+            records[("visible", user)] = _run(catalog, {}, "kw")
+            for case in QUERIES:
+                records[(case.name, user)] = _run(catalog, case.query, case.call)
+            for case in STEMMING_QUERIES:
+                records[(case.name, user)] = _run(catalog, case.query, "kw")
+        _become(portal, "manager")
+        change_without_commit(portal)
+        for user in USERS:
+            _become(portal, user)
+            for case in UNCOMMITTED_QUERIES:
+                records[(case.name, user)] = _run(catalog, case.query, case.call)
+        transaction.abort()
+        return records
+    finally:
+        runner.close()
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    from plone_pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+    from plone_pgcatalog.testing import ZCATALOG_FUNCTIONAL_TESTING
+
+    return _record(ZCATALOG_FUNCTIONAL_TESTING), _record(PGCATALOG_FUNCTIONAL_TESTING)
+
+
+def _compare(expected: Outcome, actual: Outcome, mode: str) -> None:
+    if mode == "raises":
+        assert expected.error, f"the case expects ZCatalog to raise; it gave {expected}"
+        assert actual.error, f"ZCatalog {expected}; pgcatalog returned {actual}"
+        return
+    if expected.error:
+        assert actual.error, f"ZCatalog {expected}; pgcatalog returned {actual}"
+        assert (
+            expected.error[0] in actual.error
+        ), f"ZCatalog {expected}; pgcatalog {actual}"
+        return
+    assert not actual.error, f"pgcatalog {actual}; ZCatalog gave {expected}"
+    assert (actual.length, actual.total) == (
+        expected.length,
+        expected.total,
+    ), f"len/actual_result_count: ZCatalog {expected}; pgcatalog {actual}"
+    if mode == "ordered":
+        assert list(actual.paths) == list(expected.paths)
+    elif mode == "set":
+        assert sorted(actual.paths) == sorted(expected.paths)
+    else:
+        assert mode == "count", mode
+
+
+def _params(cases) -> list:
+    return [
+        pytest.param(case, user, id=f"{case.name}@{user}")
+        for case in cases
+        for user in USERS
+    ]
+
+
+def test_the_content_is_large_enough():
+    assert len(ITEMS) >= 200
+    assert len({item.path for item in ITEMS}) == len(ITEMS)
+
+
+def test_both_sites_hold_the_same_content(outcomes):
+    zcatalog, pg = outcomes
+    expected = zcatalog[("visible", "manager")]
+    assert len(expected.paths) > len(ITEMS)  # the items and the site root
+    _compare(expected, pg[("visible", "manager")], "set")
+
+
+@pytest.mark.parametrize("case,user", _params(QUERIES))
+def test_query_gives_what_zcatalog_gives(outcomes, case, user):
+    zcatalog, pg = outcomes
+    expected = zcatalog[(case.name, user)]
+    if user == "manager" and not expected.error:
+        # The oracle must find something, or the case proves little.
+        assert (
+            bool(expected.paths) != case.empty
+        ), f"ZCatalog: {expected} (empty={case.empty})"
+    _compare(expected, pg[(case.name, user)], case.mode)
+
+
+@pytest.mark.parametrize("case,user", _params(STEMMING_QUERIES))
+def test_stemming_finds_more_never_less(outcomes, case, user):
+    zcatalog, pg = outcomes
+    expected, actual = zcatalog[(case.name, user)], pg[(case.name, user)]
+    assert not expected.error and not actual.error, (expected, actual)
+    extra = {"/plone/" + path for path in case.extra}
+    # Only stemming finds them: ZCatalog, which does not stem, must not.
+    assert not extra & set(expected.paths), expected
+    visible = set(zcatalog[("visible", user)].paths)
+    if user == "manager":
+        assert extra <= visible
+    missing = set(expected.paths) - set(actual.paths)
+    assert not missing, f"pgcatalog lost what ZCatalog finds: {sorted(missing)}"
+    unfound = (extra & visible) - set(actual.paths)
+    assert not unfound, f"stemming did not find {sorted(unfound)}; got {actual}"
+
+
+@pytest.mark.parametrize("case,user", _params(UNCOMMITTED_QUERIES))
+def test_uncommitted_changes_are_seen(outcomes, case, user):
+    zcatalog, pg = outcomes
+    expected = zcatalog[(case.name, user)]
+    if user == "manager" and not expected.error:
+        assert bool(expected.paths) != case.empty, f"ZCatalog: {expected}"
+    _compare(expected, pg[(case.name, user)], case.mode)
