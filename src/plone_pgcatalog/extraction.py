@@ -89,8 +89,19 @@ def metadata_values(columns, wrapped) -> dict:
     return values
 
 
-def extract_row(zoid: int, path: str, indexes: dict, columns, wrapped) -> CatalogRow:
-    """Build the complete catalog row of one object."""
+def extract_row(
+    zoid: int,
+    path: str,
+    indexes: dict,
+    columns,
+    wrapped,
+    default_language: str = "",
+) -> CatalogRow:
+    """Build the complete catalog row of one object.
+
+    Words are stemmed in the object's language, or in ``default_language``
+    (the site's) when it has none, as most content of a one-language site.
+    """
     idx = index_values(indexes, wrapped)
     searchable_text = idx.pop("SearchableText", None)
     return CatalogRow(
@@ -99,7 +110,7 @@ def extract_row(zoid: int, path: str, indexes: dict, columns, wrapped) -> Catalo
         idx=idx,
         meta=metadata_values(columns, wrapped),
         searchable_text=searchable_text,
-        text_config=text_config(_language(wrapped)),
+        text_config=text_config(_language(wrapped) or default_language),
     )
 
 

@@ -21,10 +21,13 @@ import hashlib
 import re
 
 
-#: Bumped with every change of the DDL below (upgrade steps key on it).
-SCHEMA_VERSION = 1
+#: Bumped with every change of the DDL below or of the stored forms; the
+#: GenericSetup profile version follows it (``upgrades.py``).
+#: 2: path indexes for navtree and level queries; SearchableText weighted
+#: (exact words A, stems B), which needs the rows rewritten.
+SCHEMA_VERSION = 2
 
-BASE_DDL = """\
+BASE_DDL = f"""\
 ALTER TABLE object_state
     ADD COLUMN IF NOT EXISTS path text COLLATE "C",
     ADD COLUMN IF NOT EXISTS parent_path text COLLATE "C",
@@ -45,8 +48,10 @@ CREATE TABLE IF NOT EXISTS pgcatalog_state (
     value bigint NOT NULL
 );
 INSERT INTO pgcatalog_state (key, value) VALUES ('counter', 0),
-    ('schema_version', 1)
+    ('schema_version', {SCHEMA_VERSION})
     ON CONFLICT (key) DO NOTHING;
+UPDATE pgcatalog_state SET value = {SCHEMA_VERSION}
+    WHERE key = 'schema_version' AND value < {SCHEMA_VERSION};
 CREATE INDEX IF NOT EXISTS pgcatalog_path_depth
     ON object_state (path_depth, path) WHERE idx IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_path_elements
@@ -75,35 +80,96 @@ BUMP_COUNTER = sql.SQL(
 
 READ_COUNTER = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = 'counter'")
 
-# GIN serves containment and key-existence operators (KeywordIndex);
+# GIN serves containment and key-existence operators (KeywordIndex, and
+# DateRecurringIndex: its occurrences are a JSON array queried with @>);
 # B-tree serves equality, ranges and ORDER BY of single values.
-_GIN_TYPES = frozenset({"KeywordIndex"})
+_GIN_TYPES = frozenset({"KeywordIndex", "DateRecurringIndex"})
 _BTREE_TYPES = frozenset(
-    {"FieldIndex", "DateIndex", "BooleanIndex", "UUIDIndex", "GopipIndex",
-     "DateRecurringIndex"}
+    {"FieldIndex", "DateIndex", "BooleanIndex", "UUIDIndex", "GopipIndex"}
 )
+# Ranges over strings compare ``(idx ->> name) COLLATE "C"`` (registry's
+# ``text_key``), which the B-tree on ``idx -> name`` cannot serve.
+_STRING_RANGE_TYPES = frozenset({"FieldIndex", "UUIDIndex"})
+# Occurrences are stored sorted: the first and the last bound a range query.
+_OCCURRENCE_TYPES = frozenset({"DateRecurringIndex"})
+# Words in ``idx`` matched with ``to_tsvector('simple', ...)`` (registry's
+# ``TextTranslator._vector``); SearchableText has its own column and index.
+_TEXT_TYPES = frozenset({"ZCTextIndex"})
+_TEXT_COLUMN_INDEXES = frozenset({"SearchableText"})
 
 
-def sql_index_name(index_name: str) -> str:
-    """A valid, unique PostgreSQL index name for a catalog index."""
+def sql_index_name(index_name: str, kind: str = "i") -> str:
+    """A valid, unique PostgreSQL name for a catalog index's SQL objects.
+
+    ``kind`` tells the objects of one catalog index apart: ``i`` its main
+    index (the name tests and EXPLAIN output look for), other letters the
+    helper indexes and ``s...`` the statistics objects.
+    """
     safe = re.sub(r"[^a-z0-9_]", "_", index_name.lower())[:40]
     digest = hashlib.sha1(index_name.encode("utf-8")).hexdigest()[:8]
-    return f"pgcatalog_i_{safe}_{digest}"
+    return f"pgcatalog_{kind}_{safe}_{digest}"
+
+
+def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
+    """``(kind, method, expression)`` of each SQL index of one catalog index.
+
+    Each expression is written exactly as the query translators write it
+    (registry.py), or PostgreSQL cannot match the index to the query.
+    """
+    key = sql.Literal(index_name)
+    value = sql.SQL("(idx -> {})").format(key)
+    if meta_type in _GIN_TYPES:
+        found = [("i", "gin", value)]
+    elif meta_type in _BTREE_TYPES:
+        found = [("i", "btree", value)]
+    elif meta_type in _TEXT_TYPES and index_name not in _TEXT_COLUMN_INDEXES:
+        words = sql.SQL(
+            "to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))"
+        ).format(key)
+        return [("i", "gin", words)]
+    else:
+        return []
+    if meta_type in _STRING_RANGE_TYPES:
+        found.append(
+            ("t", "btree", sql.SQL('((idx ->> {}) COLLATE "C")').format(key))
+        )
+    if meta_type in _OCCURRENCE_TYPES:
+        found.append(("f", "btree", sql.SQL("({} -> 0)").format(value)))
+        found.append(("l", "btree", sql.SQL("({} -> -1)").format(value)))
+    return found
 
 
 def index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
-    """``CREATE INDEX`` serving one catalog index, or None if none is needed."""
-    if meta_type in _GIN_TYPES:
-        method = sql.SQL("gin")
-    elif meta_type in _BTREE_TYPES:
-        method = sql.SQL("btree")
-    else:
+    """The DDL serving one catalog index, or None if it needs none.
+
+    A partial index over an expression gives the planner no statistics
+    (PostgreSQL reads statistics of non-partial indexes only), so every
+    indexed expression also gets a statistics object: without it, each
+    condition on ``idx`` is estimated with a fixed default selectivity and
+    the planner picks its plans blind.  ANALYZE (autovacuum) fills both.
+    """
+    expressions = _index_expressions(index_name, meta_type)
+    if not expressions:
         return None
-    return sql.SQL(
-        "CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method}"
-        " ((idx -> {key})) WHERE idx IS NOT NULL"
-    ).format(
-        name=sql.Identifier(sql_index_name(index_name)),
-        method=method,
-        key=sql.Literal(index_name),
-    )
+    statements = []
+    for kind, method, expression in expressions:
+        statements.append(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method}"
+                " (({expression})) WHERE idx IS NOT NULL"
+            ).format(
+                name=sql.Identifier(sql_index_name(index_name, kind)),
+                method=sql.SQL(method),
+                expression=expression,
+            )
+        )
+        statements.append(
+            sql.SQL(
+                "CREATE STATISTICS IF NOT EXISTS {name} ON ({expression})"
+                " FROM object_state"
+            ).format(
+                name=sql.Identifier(sql_index_name(index_name, "s" + kind)),
+                expression=expression,
+            )
+        )
+    return sql.SQL("; ").join(statements)

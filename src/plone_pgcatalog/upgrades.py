@@ -1,0 +1,34 @@
+"""GenericSetup upgrade steps of the ``plone_pgcatalog:default`` profile.
+
+Owns: bringing a site's catalog from one schema version
+(``schema.SCHEMA_VERSION``) to the next.  DDL itself needs no step:
+zodb-pgjsonb applies the new, idempotent ``schema.BASE_DDL`` before the
+first write transaction after a restart.  A step is needed when the stored
+forms change and rows must be rewritten.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from plone_pgcatalog.interfaces import IPGCatalogTool
+from Products.CMFCore.utils import getToolByName
+
+import logging
+
+
+logger = logging.getLogger(__name__)
+
+
+def to_2(setup_tool) -> None:
+    """1 → 2: SearchableText is stored as exact words and stems.
+
+    Rows written by version 1 hold unweighted words that queries of
+    version 2 do not match: catalog every object again.
+    """
+    site = aq_parent(aq_inner(setup_tool))
+    catalog = getToolByName(site, "portal_catalog")
+    if not IPGCatalogTool.providedBy(catalog):
+        return
+    catalog.clearFindAndRebuild()
+    logger.info("plone_pgcatalog 2: %d objects cataloged again", len(catalog))
