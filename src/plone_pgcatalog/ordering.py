@@ -67,8 +67,8 @@ def object_moved(obj, event) -> None:
     if old_parent is not None and new_parent is not None:
         if aq_base(old_parent) is aq_base(new_parent):
             return  # a rename: plone.folder keeps the position
-    if new_parent is not None and _catalog(new_parent) is not None:
-        new_parent_pending = current_pending(create=True)
-        new_parent_pending.mark_added(new_parent)
-    if old_parent is not None:
+    # Only ordered content folders matter (not, say, portlet mappings).
+    if IOrderableFolder.providedBy(new_parent) and _catalog(new_parent) is not None:
+        current_pending(create=True).mark_added(new_parent)
+    if IOrderableFolder.providedBy(old_parent):
         _record(old_parent)

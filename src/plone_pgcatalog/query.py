@@ -65,9 +65,15 @@ class Overlay:
     rows: tuple[dict, ...] = ()
     removed_paths: tuple[str, ...] = ()
     cleared_subtrees: tuple[str, ...] = ()
+    #: folders reordered in this transaction, and the new positions of
+    #: their items: ``{item path: {position index name: position}}``
+    reordered: tuple[str, ...] = ()
+    positions: dict = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.rows or self.removed_paths or self.cleared_subtrees)
+        return bool(
+            self.rows or self.removed_paths or self.cleared_subtrees or self.reordered
+        )
 
     def source(self) -> tuple[sql.Composable, tuple]:
         """A row source standing in for ``object_state`` (read-your-writes).
@@ -83,10 +89,17 @@ class Overlay:
             clause, values = path_clause(root, -1)
             hidden.append(sql.SQL("NOT ") + clause)
             params += values
+        # Items of reordered folders sort by their new positions.
+        idx = sql.SQL(
+            "CASE WHEN parent_path = ANY(%s)"
+            " THEN idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"
+            " ELSE idx END"
+        )
         stored = sql.SQL(
-            "SELECT zoid, path, parent_path, path_depth, idx, searchable_text"
+            "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
             " FROM object_state WHERE idx IS NOT NULL AND {}"
-        ).format(sql.SQL(" AND ").join(hidden))
+        ).format(idx, sql.SQL(" AND ").join(hidden))
+        params = [list(self.reordered), Jsonb(self.positions), *params]
         pending = sql.SQL(
             "SELECT p.zoid, p.path COLLATE \"C\", p.parent_path COLLATE \"C\","
             " p.path_depth, p.idx, {vector}"

@@ -461,8 +461,10 @@ class TextTranslator:
         if tsquery is None:
             return None
         expression, params = tsquery
-        # ts_rank is a float in (0, 1]; ZCatalog's scores are ints.
-        rank = sql.SQL("(ts_rank({}, {}) * 1000000)::bigint").format(
+        # ts_rank is a float in (0, 1]; ZCatalog's scores are ints.  As in
+        # ZCatalog's Okapi BM25, a match in a shorter text counts more
+        # (normalization 1: rank / (1 + log(length))).
+        rank = sql.SQL("(ts_rank({}, {}, 1) * 1000000)::bigint").format(
             self._vector(index), expression
         )
         return rank, params

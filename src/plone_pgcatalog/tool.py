@@ -39,6 +39,8 @@ from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.extraction import extract_row
+from plone_pgcatalog.indexes import index_data
+from plone_pgcatalog.indexes import IndexMapping
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.fulltext import text_config
@@ -77,8 +79,22 @@ class CatalogDefinitions(Persistent, Implicit):
         self.schema = PersistentMapping()  # column name -> position
         self.names = ()
 
+    @property
+    def indexes(self) -> IndexMapping:
+        """Index views for readers (``indexes.IndexMapping``); the stored
+        attribute stays the persistent mapping of definitions."""
+        self._p_activate()
+        return IndexMapping(self.__dict__["indexes"], self)
+
+    @indexes.setter
+    def indexes(self, definitions: PersistentMapping) -> None:
+        self.__dict__["indexes"] = definitions
+        self._p_changed = True
+
     def getIndex(self, name: str):
-        return self.indexes[name].__of__(self)
+        """The index ``name`` as add-ons read it: a view answering from
+        PostgreSQL (KeyError if there is no such index, as in ZCatalog)."""
+        return self.indexes[name]
 
     def addIndex(self, name: str, index) -> None:
         if name in self.indexes:
@@ -294,6 +310,7 @@ class PGCatalogTool(UniqueObject, Folder):
             self.getIndexDefinitions(),
             self._catalog.names,
             wrapped,
+            default_language=_site_languages()[0],
         )
         self._pending().catalog(row)
         if pghandler is not None:
@@ -346,7 +363,10 @@ class PGCatalogTool(UniqueObject, Folder):
         portal = aq_parent(aq_inner(self))
 
         def index(obj, path):
-            if obj is self or not callable(getattr(aq_base(obj), "reindexObject", None)):
+            # The walk meets this tool too, wrapped anew: compare the objects.
+            if aq_base(obj) is aq_base(self) or not callable(
+                getattr(aq_base(obj), "reindexObject", None)
+            ):
                 return
             self.catalog_object(obj)
 
@@ -507,6 +527,37 @@ class PGCatalogTool(UniqueObject, Folder):
             raise KeyError(rid)
         return path
 
+    # -- index data API ---------------------------------------------------------
+
+    @security.protected(search_zcatalog)
+    def uniqueValuesFor(self, name: str) -> tuple:
+        """The distinct values of index ``name`` (KeyError if unknown)."""
+        return tuple(self._catalog.getIndex(name).uniqueValues())
+
+    @security.protected(search_zcatalog)
+    def getIndexDataForUID(self, uid: str) -> dict:
+        """What each index holds for the object cataloged at ``uid`` (its
+        path), as ZCatalog's index entries; KeyError if not cataloged."""
+        return index_data(self._catalog.indexes, uid=uid)
+
+    @security.protected(search_zcatalog)
+    def getMetadataForUID(self, uid: str) -> dict:
+        """The metadata of the object cataloged at ``uid`` (its path)."""
+        rid = self.getrid(uid)
+        if rid is None:
+            raise KeyError(uid)
+        return self.getMetadataForRID(rid)
+
+    @security.protected(search_zcatalog)
+    def searchAll(self):
+        """Every object of the catalog, unrestricted, by record id."""
+        return self._search({}, match_all=True)
+
+    @security.protected(search_zcatalog)
+    def getAllBrains(self):
+        """A generator of the brains of every cataloged object."""
+        yield from self._search({}, match_all=True)
+
     def _row_data(self, rid: int) -> tuple[dict, dict]:
         """``(idx, meta)`` of one cataloged row; KeyError if there is none."""
         pending = current_pending()
@@ -551,10 +602,24 @@ def _overlay(pending) -> Overlay:
     """This transaction's catalog changes, for searches made before commit."""
     if not pending:
         return Overlay()
+    # Positions as the reordered folders give them now (the commit writes
+    # them; ZCatalog reads them from the folders whenever it sorts).
+    positions: dict[str, dict] = {}
+    for folder_path, (folder, names) in pending.reordered.items():
+        for position, id in enumerate(folder.getOrdering().idsInOrder()):
+            positions[f"{folder_path}/{id}"] = {name: position for name in names}
+    rows = []
+    for row in pending.rows.values():
+        data = row.as_json()
+        if data["path"] in positions:
+            data["idx"] = {**data["idx"], **positions[data["path"]]}
+        rows.append(data)
     return Overlay(
-        rows=tuple(row.as_json() for row in pending.rows.values()),
+        rows=tuple(rows),
         removed_paths=tuple(sorted(pending.removed_paths)),
         cleared_subtrees=tuple(sorted(pending.cleared_subtrees)),
+        reordered=tuple(sorted(pending.reordered)),
+        positions=positions,
     )
 
 
@@ -565,7 +630,7 @@ def _site_languages() -> list[str]:
 
     registry = queryUtility(IRegistry)
     if registry is None:
-        return []
+        return [""]
     default = registry.get("plone.default_language") or ""
     available = registry.get("plone.available_languages") or []
     return [default, *available]
@@ -581,24 +646,24 @@ def _merge(query, kw: dict) -> dict:
 
 
 class IndexesView(Implicit):
-    """``portal_catalog.Indexes``: the index objects by name."""
+    """``portal_catalog.Indexes``: the index views by name (``indexes.py``)."""
 
     __allow_access_to_unprotected_subobjects__ = True
 
     def __init__(self, definitions: CatalogDefinitions):
         self._definitions = definitions
 
+    def _indexes(self):
+        # Through the tool it is wrapped in, so that the views find their site.
+        tool = aq_parent(aq_inner(self))
+        catalog = tool._catalog if tool is not None else self._definitions
+        return catalog.indexes
+
     def __getitem__(self, name: str):
-        try:
-            return self._definitions.getIndex(name)
-        except KeyError:
-            raise KeyError(name) from None
+        return self._indexes()[name]
 
     def get(self, name: str, default=None):
-        try:
-            return self[name]
-        except KeyError:
-            return default
+        return self._indexes().get(name, default)
 
     def __contains__(self, name: str) -> bool:
         return name in self._definitions.indexes
@@ -606,8 +671,20 @@ class IndexesView(Implicit):
     def keys(self):
         return list(self._definitions.indexes.keys())
 
-    def objectIds(self):
-        return self.keys()
+    def objectIds(self, spec=None):
+        """Index names, of the given meta_type(s) if ``spec`` is given."""
+        if spec is None:
+            return self.keys()
+        if isinstance(spec, str):
+            spec = [spec]
+        definitions = self._definitions.indexes.definitions()
+        return [name for name, index in definitions.items() if index.meta_type in spec]
+
+    def objectValues(self):
+        return self._indexes().values()
+
+    def objectItems(self):
+        return self._indexes().items()
 
 
 InitializeClass(PGCatalogTool)

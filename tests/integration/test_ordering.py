@@ -105,3 +105,21 @@ def test_a_query_on_the_position_index_finds_nothing_as_in_zcatalog(pg_layer):
     _folder_with_pages(portal)
     transaction.commit()
     assert len(api.content.find(getObjPositionInParent=1)) == 0
+
+
+def test_a_reorder_is_seen_before_commit(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = _folder_with_pages(portal)
+    transaction.commit()
+    folder.moveObjectsToTop(["p3"])
+    api.content.create(container=folder, type="Document", id="late", title="Late")
+    folder.moveObjectsByDelta(["late"], -2)
+    assert _catalog_order(folder) == list(folder.objectIds())
+
+
+def test_creating_a_user_adds_no_position_work(pg_layer):
+    # plone.app.portlets adds dashboard containers that are not folders.
+    user = api.user.create(email="new@example.com", username="newuser")
+    assert user.getId() == "newuser"
+    transaction.commit()

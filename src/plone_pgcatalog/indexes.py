@@ -1,0 +1,1117 @@
+"""Index views: ZCatalog's index objects, answering from PostgreSQL.
+
+Owns: what add-ons get from ``portal_catalog.Indexes[name]``,
+``_catalog.indexes[name]``, ``_catalog.getIndex(name)`` and
+``getIndexObjects()``.  The catalog keeps ZCatalog's own index objects as
+definitions only: they hold no data.  An ``IndexView`` wraps one
+definition:
+
+- definition attributes (``getId``, ``meta_type``, ``getIndexSourceNames``,
+  ``getIndexQueryNames``, ``query_options``, ``indexed_attrs``, the ZMI's
+  ``manage_*``...) are the definition's; setting one sets it on the
+  definition (GenericSetup's importers do), and the view provides the
+  definition's interfaces (plone.restapi and GenericSetup adapt them);
+- data methods (``uniqueValues``, ``numObjects``, ``indexSize``,
+  ``getEntryForObject``, ``len()``, ``_apply_index``, ``query_index``, the
+  read-only ``_index`` and ``_unindex`` mappings) read the catalog's rows
+  of the site in PostgreSQL, with this transaction's pending rows laid
+  over them (``query.Overlay``), as ZCatalog sees what it has indexed.
+
+Values come back in the Python form and order ZCatalog's index gives.
+JSON cannot tell a DateTime stored as microseconds (``registry.comparable``)
+from an int: where a FieldIndex, KeywordIndex or UUIDIndex holds numbers,
+one cataloged object is asked, through the index's own extraction, which
+type its value has.
+
+Also owns ``IndexMapping``, ``_catalog.indexes`` as readers see it (views)
+over the persistent mapping of definitions, and ``index_data`` (ZCatalog's
+``getIndexDataForRID``).  Executes SQL on the request's read connection
+(``connection.read_connection``); must not write, and must not import the
+tool or brains (it finds the tool by acquisition).
+"""
+
+from __future__ import annotations
+
+from AccessControl import ClassSecurityInfo
+from AccessControl.class_init import InitializeClass
+from AccessControl.Permissions import manage_zcatalog_indexes
+from Acquisition import aq_base
+from Acquisition import aq_chain
+from Acquisition import aq_inner
+from Acquisition import aq_parent
+from Acquisition import Implicit
+from BTrees.IIBTree import IITreeSet
+from BTrees.IIBTree import intersection
+from BTrees.LLBTree import LLTreeSet
+from collections.abc import Callable
+from DateTime import DateTime
+from plone.indexer.interfaces import IIndexableObject
+from plone_pgcatalog import connection
+from plone_pgcatalog.errors import PGCatalogConfigurationError
+from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.paths import PathTranslator
+from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.query import Overlay
+from plone_pgcatalog.registry import BooleanTranslator
+from plone_pgcatalog.registry import comparable
+from plone_pgcatalog.registry import DateRangeTranslator
+from plone_pgcatalog.registry import DateTranslator
+from plone_pgcatalog.registry import FieldTranslator
+from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.registry import json_key
+from plone_pgcatalog.registry import KeywordTranslator
+from plone_pgcatalog.registry import PositionTranslator
+from plone_pgcatalog.registry import RecurringDateTranslator
+from plone_pgcatalog.registry import TextTranslator
+from plone_pgcatalog.registry import UUIDTranslator
+from Products.CMFCore.CatalogTool import IndexableObjectWrapper
+from psycopg import sql
+from psycopg.rows import tuple_row
+from psycopg.types.json import Jsonb
+from psycopg.types.json import JsonbLoader
+from zope.component import queryMultiAdapter
+from zope.interface import directlyProvides
+from zope.interface import providedBy
+
+import datetime
+import logging
+import orjson
+import psycopg
+
+
+logger = logging.getLogger(__name__)
+
+_MISSING = object()
+
+#: The text of SearchableText in document order: the exact words of the
+#: ``tsvector`` (weight A, or D where no weight was set), not their stems.
+_WORDS = sql.SQL(
+    "ARRAY(SELECT w.lexeme FROM unnest(searchable_text) AS w,"
+    " unnest(w.positions, w.weights) AS p(position, weight)"
+    " WHERE p.weight IN ('A', 'D') ORDER BY p.position)"
+)
+
+
+# -- reading rows --------------------------------------------------------------
+
+
+class _OrjsonLoader(JsonbLoader):
+    def load(self, data):
+        return orjson.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
+class _Rows:
+    """The catalog rows of one site, for one call: where and how to read them.
+
+    ``scope()`` is ``FROM <rows> WHERE idx IS NOT NULL AND <in the site>``
+    with its parameters; the rows are ``object_state`` with this
+    transaction's pending changes laid over it, as searches see them.
+    """
+
+    def __init__(self, tool):
+        self.tool = tool
+        self.site_path = "/".join(aq_parent(aq_inner(tool)).getPhysicalPath())
+        self.source, self.source_params = _source()
+
+    def scope(self, joined: sql.Composable | None = None) -> tuple[sql.Composed, list]:
+        site, site_params = path_clause(self.site_path, -1)
+        statement = sql.SQL("FROM {}{} WHERE idx IS NOT NULL AND {}").format(
+            self.source, joined if joined is not None else sql.SQL(""), site
+        )
+        return statement, [*self.source_params, *site_params]
+
+    def fetch(self, statement: sql.Composable, params) -> list[tuple]:
+        conn = connection.read_connection(self.tool)
+        try:
+            with conn.transaction():
+                with conn.cursor(row_factory=tuple_row) as cursor:
+                    cursor.adapters.register_loader("jsonb", _OrjsonLoader)
+                    cursor.execute(statement, params)
+                    return cursor.fetchall()
+        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
+            # The catalog columns come with the first cataloging commit.
+            return []
+
+    def row(self, words: sql.Composable, condition: sql.Composable, params):
+        """``(zoid, path, idx, words)`` of the first row matching, or None."""
+        scope, scope_params = self.scope()
+        statement = sql.SQL("SELECT zoid, path, idx, {} {} AND {} LIMIT 1").format(
+            words, scope, condition
+        )
+        rows = self.fetch(statement, [*scope_params, *params])
+        return rows[0] if rows else None
+
+
+def _source() -> tuple[sql.Composable, tuple]:
+    # The same overlay the tool's searches read (tool._overlay).
+    pending = current_pending()
+    if not pending:
+        return sql.SQL("object_state"), ()
+    overlay = Overlay(
+        rows=tuple(row.as_json() for row in pending.rows.values()),
+        removed_paths=tuple(sorted(pending.removed_paths)),
+        cleared_subtrees=tuple(sorted(pending.cleared_subtrees)),
+    )
+    return overlay.source()
+
+
+def _tool_of(context, name: str):
+    for item in aq_chain(context):
+        if IPGCatalogTool.providedBy(item):
+            return item
+    raise PGCatalogConfigurationError(
+        f"index {name!r}: not reached through a catalog in its site; get it "
+        "from portal_catalog (Indexes, _catalog.getIndex or _catalog.indexes)"
+    )
+
+
+def _rid_set(rids: list[int]):
+    """ZCatalog's set of record ids: an IITreeSet (LLTreeSet past 32 bits)."""
+    try:
+        return IITreeSet(rids)
+    except (TypeError, OverflowError):
+        # Record ids are zoids, which can outgrow ZCatalog's 32-bit ids.
+        return LLTreeSet(rids)
+
+
+def _sorted(values, key=lambda item: item) -> list:
+    """In a BTree's order (Python's); mixed types, which a BTree would not
+    hold, grouped by type."""
+    values = list(values)
+    try:
+        return sorted(values, key=key)
+    except TypeError:
+        return sorted(values, key=lambda item: (type(key(item)).__name__, repr(key(item))))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# -- dates stored as numbers ---------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _datetime_from_micros(micros: int, tz: str, naive: bool) -> DateTime:
+    value = DateTime.__new__(DateTime)
+    value.__setstate__((micros, naive, tz))
+    return value
+
+
+def _number_decoder(sample) -> Callable | None:
+    """How to turn stored microseconds back into values like ``sample``."""
+    if isinstance(sample, DateTime):
+        tz, naive = sample.timezone(), sample.timezoneNaive()
+        return lambda micros: _datetime_from_micros(micros, tz, naive)
+    if isinstance(sample, datetime.datetime):
+        if sample.tzinfo is None:
+            tz = DateTime(sample).timezone()
+            return lambda micros: (
+                _datetime_from_micros(micros, tz, True).asdatetime().replace(tzinfo=None)
+            )
+        zone = sample.tzinfo
+        return lambda micros: (_EPOCH + datetime.timedelta(microseconds=micros)).astimezone(
+            zone
+        )
+    return None
+
+
+# -- the views ------------------------------------------------------------------
+
+
+class IndexView(Implicit):
+    """One index definition, as ZCatalog's index object (see module).
+
+    This class only delegates: an index type without data here (GopipIndex,
+    types without a translator) answers as its empty definition does, as in
+    ZCatalog.
+    """
+
+    security = ClassSecurityInfo()
+    security.declareObjectProtected(manage_zcatalog_indexes)
+
+    #: Attributes the definition must not answer for: its data structures
+    #: are empty.  (Names starting with "_" are not acquired either.)
+    _not_delegated: frozenset[str] = frozenset()
+
+    def __init__(self, definition, catalog=None):
+        """``catalog``: the ``_catalog`` holding the definition, wrapped in
+        its tool when reached through it (the view finds its site so)."""
+        state = self.__dict__
+        state["_definition"] = aq_base(definition)
+        state["_catalog"] = catalog
+        directlyProvides(self, providedBy(aq_base(definition)))
+
+    def _wrapped_definition(self):
+        definition = self.__dict__["_definition"]
+        catalog = self.__dict__["_catalog"]
+        return definition if catalog is None else definition.__of__(catalog)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__") or name.startswith("aq_"):
+            raise AttributeError(name)
+        definition = self.__dict__["_definition"]
+        if name in self._not_delegated:
+            raise AttributeError(
+                f"index {definition.getId()!r}: {name!r} is not available, its "
+                "data is in PostgreSQL"
+            )
+        # Only what the definition itself has: what it would acquire, the
+        # view acquires from its own parent, as a wrapped index does.
+        if not hasattr(definition, name):
+            raise AttributeError(name)
+        return getattr(self._wrapped_definition(), name)
+
+    def __setattr__(self, name: str, value) -> None:
+        if name.startswith("__") and name.endswith("__"):
+            self.__dict__[name] = value  # zope.interface's __provides__
+            return
+        setattr(self.__dict__["_definition"], name, value)
+
+    def __delattr__(self, name: str) -> None:
+        delattr(self.__dict__["_definition"], name)
+
+    def __bool__(self) -> bool:
+        # An index is there whether or not it holds values; len() would
+        # also cost a query.
+        return True
+
+    def __len__(self) -> int:
+        return len(self._wrapped_definition())
+
+    def __repr__(self) -> str:
+        definition = self.__dict__["_definition"]
+        return f"<{type(self).__name__} of {definition.meta_type} {definition.getId()!r}>"
+
+    @security.protected(manage_zcatalog_indexes)
+    def getDefinition(self):
+        """The definition this view wraps (ZCatalog's empty index object)."""
+        return self._wrapped_definition()
+
+
+class DataIndexView(IndexView):
+    """What every index type with data in PostgreSQL answers alike."""
+
+    security = ClassSecurityInfo()
+
+    _not_delegated = frozenset(
+        {
+            "_index", "_unindex", "_length", "_index_length", "_index_value",
+            "_since", "_until", "_since_only", "_until_only", "_always",
+            "_index_parents", "_index_items", "_depth",
+        }
+    )
+
+    # -- helpers ----------------------------------------------------------------
+
+    @property
+    def _name(self) -> str:
+        return self.__dict__["_definition"].getId()
+
+    def _rows(self) -> _Rows:
+        return _Rows(_tool_of(self.__dict__["_catalog"], self._name))
+
+    def _words(self) -> sql.Composable:
+        """The words column to fetch with a row (only SearchableText has one)."""
+        return sql.SQL("NULL")
+
+    def _has_value(self) -> sql.Composable:
+        return json_key(self._name) + sql.SQL(" IS NOT NULL")
+
+    def _raw(self, path: str, idx: dict, words):
+        """The stored value of a row for this index, or ``_MISSING``."""
+        return idx.get(self._name, _MISSING)
+
+    def _entry(self, raw, rows: _Rows, path: str):
+        """ZCatalog's ``_unindex`` entry from the stored value."""
+        return raw
+
+    def _entry_from_row(self, rows: _Rows, row, default):
+        if row is None:
+            return default
+        _, path, idx, words = row
+        raw = self._raw(path, idx, words)
+        if raw is _MISSING:
+            return default
+        return self._entry(raw, rows, path)
+
+    def _count(self, rows: _Rows) -> int:
+        scope, params = rows.scope()
+        statement = sql.SQL("SELECT count(*) {} AND {}").format(scope, self._has_value())
+        found = rows.fetch(statement, params)
+        return found[0][0] if found else 0
+
+    def _all_rows(self, rows: _Rows) -> list[tuple]:
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "SELECT zoid, path, idx, {} {} AND {} ORDER BY zoid"
+        ).format(self._words(), scope, self._has_value())
+        return rows.fetch(statement, params)
+
+    # -- IPluggableIndex --------------------------------------------------------
+
+    @security.protected(manage_zcatalog_indexes)
+    def getEntryForObject(self, documentId, default=None):
+        """What the index holds for one record id (``default`` if nothing)."""
+        rows = self._rows()
+        row = rows.row(self._words(), sql.SQL("zoid = %s"), [int(documentId)])
+        return self._entry_from_row(rows, row, default)
+
+    @security.protected(manage_zcatalog_indexes)
+    def numObjects(self) -> int:
+        """The number of objects with a value in this index."""
+        return self._count(self._rows())
+
+    @security.protected(manage_zcatalog_indexes)
+    def indexSize(self) -> int:
+        """The number of distinct values (ZCatalog's ``len(index)``)."""
+        return len(self)
+
+    @security.protected(manage_zcatalog_indexes)
+    def keyForDocument(self, documentId):
+        return self._unindex[documentId]
+
+    @security.protected(manage_zcatalog_indexes)
+    def documentToKeyMap(self):
+        return self._unindex
+
+    @security.protected(manage_zcatalog_indexes)
+    def referencedObjects(self):
+        return self._unindex.keys()
+
+    @property
+    def _unindex(self) -> ReverseIndex:
+        return ReverseIndex(self)
+
+    def _entries(self) -> list[tuple[int, object]]:
+        rows = self._rows()
+        entries = []
+        for row in self._all_rows(rows):
+            entry = self._entry_from_row(rows, row, _MISSING)
+            if entry is not _MISSING:
+                entries.append((row[0], entry))
+        return entries
+
+    # -- searching, as ZCatalog's plan calls it -----------------------------------
+
+    @security.protected(manage_zcatalog_indexes)
+    def _apply_index(self, request, resultset=None):
+        """``(record ids, (index id,))`` of a query, or None if it names
+        no query key of this index."""
+        names = self.getIndexQueryNames()
+        query = {
+            key: value
+            for key, value in request.items()
+            if any(key == name or key.startswith(name + "_") for name in names)
+        }
+        if not any(name in query for name in names):
+            return None
+        return self._search(query, resultset), (self._name,)
+
+    @security.protected(manage_zcatalog_indexes)
+    def query_index(self, record, resultset=None):
+        """The record ids an ``IndexQuery`` finds."""
+        options = {
+            option: getattr(record, option)
+            for option in record.options
+            if option not in ("query", "operator") and hasattr(record, option)
+        }
+        if "operator" in record.options:
+            options["operator"] = record.operator
+        query = {record.id: {"query": record.keys, **options}}
+        return self._search(query, resultset)
+
+    def _search(self, query: dict, resultset):
+        tool = _tool_of(self.__dict__["_catalog"], self._name)
+        rids = _rid_set(
+            sorted(brain.getRID() for brain in tool._unrestrictedSearchResults(query))
+        )
+        if resultset is not None:
+            return intersection(resultset, rids)
+        return rids
+
+
+class ValueIndexView(DataIndexView):
+    """A UnIndex holding one value per object (FieldIndex)."""
+
+    security = ClassSecurityInfo()
+
+    #: Whether numbers may stand for DateTime/datetime (``comparable``).
+    _numbers_may_be_dates = True
+
+    # -- values ------------------------------------------------------------------
+
+    def _values(self, rows: _Rows) -> list:
+        """Distinct stored values: one B-tree probe per value (skip scan)."""
+        key = json_key(self._name)
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "WITH RECURSIVE found(value) AS ("
+            "(SELECT {k} {scope} AND {k} IS NOT NULL ORDER BY {k} LIMIT 1)"
+            " UNION ALL SELECT (SELECT {k} {scope} AND {k} > found.value"
+            " ORDER BY {k} LIMIT 1) FROM found WHERE found.value IS NOT NULL)"
+            " SELECT value FROM found WHERE value IS NOT NULL"
+        ).format(k=key, scope=scope)
+        return [value for (value,) in rows.fetch(statement, [*params, *params])]
+
+    def _value_counts(self, rows: _Rows) -> list[tuple]:
+        key = json_key(self._name)
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "SELECT {k}, count(*) {scope} AND {k} IS NOT NULL GROUP BY {k}"
+        ).format(k=key, scope=scope)
+        return rows.fetch(statement, params)
+
+    def _value_rids(self, rows: _Rows, key) -> list[int]:
+        scope, params = rows.scope()
+        statement = sql.SQL("SELECT zoid {} AND {} = %s ORDER BY zoid").format(
+            scope, json_key(self._name)
+        )
+        return [zoid for (zoid,) in rows.fetch(statement, [*params, Jsonb(key)])]
+
+    def _value_items(self, rows: _Rows) -> list[tuple]:
+        key = json_key(self._name)
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "SELECT {k}, array_agg(zoid ORDER BY zoid) {scope} AND {k} IS NOT NULL"
+            " GROUP BY {k}"
+        ).format(k=key, scope=scope)
+        return rows.fetch(statement, params)
+
+    def _with_number(self) -> sql.Composable:
+        return sql.SQL("jsonb_typeof({}) = 'number'").format(json_key(self._name))
+
+    # -- numbers that are dates ---------------------------------------------------
+
+    def _sample(self, wrapped):
+        """The Python value ZCatalog's index takes from an object."""
+        names = self.getIndexSourceNames()
+        return self._wrapped_definition()._get_object_datum(
+            wrapped, names[0] if names else self._name
+        )
+
+    def _decoder(self, rows: _Rows, path: str | None):
+        """Turns stored numbers into the index's Python values (or None)."""
+        state = self.__dict__
+        if "_numbers" in state:
+            return state["_numbers"]
+        decoder = None
+        if self._numbers_may_be_dates:
+            if path is None:
+                found = rows.row(sql.SQL("NULL"), self._with_number(), [])
+                path = found[1] if found else None
+            if path is not None:
+                decoder = self._decoder_from_object(rows.tool, path)
+        state["_numbers"] = decoder
+        return decoder
+
+    def _decoder_from_object(self, tool, path: str):
+        obj = tool.unrestrictedTraverse(path, None)
+        if obj is None:
+            logger.warning(
+                "index %r: %s is cataloged but cannot be traversed; its numbers "
+                "are given as numbers", self._name, path,
+            )
+            return None
+        wrapped = queryMultiAdapter((obj, tool), IIndexableObject)
+        if wrapped is None:
+            wrapped = IndexableObjectWrapper(obj, tool)
+        return _number_decoder(self._sample(wrapped))
+
+    def _decode(self, value, rows: _Rows, path: str | None = None):
+        if not _is_number(value):
+            return value
+        decoder = self._decoder(rows, path)
+        return decoder(value) if decoder is not None and isinstance(value, int) else value
+
+    def _entry(self, raw, rows, path):
+        return self._decode(raw, rows, path)
+
+    def __len__(self) -> int:
+        # UnIndex's length: its number of distinct values.
+        return len(self._values(self._rows()))
+
+    # -- IUniqueValueIndex ---------------------------------------------------------
+
+    @security.protected(manage_zcatalog_indexes)
+    def hasUniqueValuesFor(self, name) -> bool:
+        return name == self._name
+
+    @security.protected(manage_zcatalog_indexes)
+    def uniqueValues(self, name=None, withLengths=False):
+        """The index's distinct values, in ZCatalog's order; with
+        ``withLengths``, ``(value, number of objects)`` pairs."""
+        if name is not None and name != self._name:
+            return iter(())
+        rows = self._rows()
+        if withLengths:
+            pairs = [
+                (self._decode(value, rows), count)
+                for value, count in self._value_counts(rows)
+            ]
+            return iter(self._lengths(_sorted_pairs(pairs)))
+        return iter(_sorted(self._decode(value, rows) for value in self._values(rows)))
+
+    def _lengths(self, pairs: list[tuple]) -> list[tuple]:
+        return pairs
+
+    # -- the forward index ----------------------------------------------------------
+
+    @property
+    def _index(self) -> ForwardIndex:
+        return ForwardIndex(self)
+
+    def _rids_for(self, key) -> list[int]:
+        return self._value_rids(self._rows(), comparable(key))
+
+    def _index_entry(self, rids: list[int]):
+        return _rid_set(rids)
+
+    def _items(self) -> list[tuple]:
+        rows = self._rows()
+        return _sorted_pairs(
+            [
+                (self._decode(value, rows), self._index_entry(rids))
+                for value, rids in self._value_items(rows)
+            ]
+        )
+
+    @security.protected(manage_zcatalog_indexes)
+    def items(self) -> list[tuple]:
+        """``[(value, set of record ids)]``, as UnIndex.items."""
+        # UUIDIndex's _index holds single ids; items() gives sets for all.
+        return [
+            (key, _rid_set([value]) if isinstance(value, int) else value)
+            for key, value in self._items()
+        ]
+
+
+def _sorted_pairs(pairs: list[tuple]) -> list[tuple]:
+    """``(key, value)`` pairs in the order of their keys."""
+    return _sorted(pairs, key=lambda pair: pair[0])
+
+
+class DateIndexView(ValueIndexView):
+    """DateIndex: ints, as ZCatalog's DateIndex converts dates."""
+
+    security = ClassSecurityInfo()
+
+    _numbers_may_be_dates = False
+
+
+class UUIDIndexView(ValueIndexView):
+    """UUIDIndex: one object per value; ``_index`` maps a value to its id."""
+
+    security = ClassSecurityInfo()
+
+    def _values(self, rows):
+        # Every value is distinct: one pass, not one B-tree probe per value.
+        key = json_key(self._name)
+        scope, params = rows.scope()
+        statement = sql.SQL("SELECT DISTINCT {k} {scope} AND {k} IS NOT NULL").format(
+            k=key, scope=scope
+        )
+        return [value for (value,) in rows.fetch(statement, params)]
+
+    @security.protected(manage_zcatalog_indexes)
+    def numObjects(self) -> int:
+        # UUIDIndex: as many objects as values.
+        return len(self)
+
+    def _lengths(self, pairs):
+        return [(key, 1) for key, _ in pairs]
+
+    def _index_entry(self, rids):
+        return rids[0]
+
+
+class KeywordIndexView(ValueIndexView):
+    """KeywordIndex: a list of values per object."""
+
+    security = ClassSecurityInfo()
+
+    def _elements(self) -> sql.Composable:
+        key = json_key(self._name)
+        return sql.SQL(
+            ", jsonb_array_elements(CASE WHEN jsonb_typeof({k}) = 'array'"
+            " THEN {k} ELSE '[]'::jsonb END) AS element(value)"
+        ).format(k=key)
+
+    def _values(self, rows):
+        scope, params = rows.scope(self._elements())
+        statement = sql.SQL("SELECT DISTINCT element.value {}").format(scope)
+        return [value for (value,) in rows.fetch(statement, params)]
+
+    def _value_counts(self, rows):
+        scope, params = rows.scope(self._elements())
+        statement = sql.SQL(
+            "SELECT element.value, count(*) {} GROUP BY element.value"
+        ).format(scope)
+        return rows.fetch(statement, params)
+
+    def _value_rids(self, rows, key):
+        # The GIN index of the keyword index serves containment.
+        scope, params = rows.scope()
+        statement = sql.SQL("SELECT zoid {} AND {} @> %s ORDER BY zoid").format(
+            scope, json_key(self._name)
+        )
+        return [zoid for (zoid,) in rows.fetch(statement, [*params, Jsonb([key])])]
+
+    def _value_items(self, rows):
+        scope, params = rows.scope(self._elements())
+        statement = sql.SQL(
+            "SELECT element.value, array_agg(zoid ORDER BY zoid) {}"
+            " GROUP BY element.value"
+        ).format(scope)
+        return rows.fetch(statement, params)
+
+    def _with_number(self):
+        return sql.SQL("jsonb_path_exists({}, '$[*] ? (@.type() == \"number\")')").format(
+            json_key(self._name)
+        )
+
+    def _sample(self, wrapped):
+        names = self.getIndexSourceNames()
+        keywords = self._wrapped_definition()._get_object_keywords(
+            wrapped, names[0] if names else self._name
+        )
+        for keyword in keywords:
+            if not isinstance(keyword, str):
+                return keyword
+        return None
+
+    def _entry(self, raw, rows, path):
+        return [self._decode(value, rows, path) for value in raw]
+
+
+class RecurringDateIndexView(KeywordIndexView):
+    """DateRecurringIndex: the ints of every occurrence, a tuple per object."""
+
+    security = ClassSecurityInfo()
+
+    _numbers_may_be_dates = False
+
+    def _entry(self, raw, rows, path):
+        return tuple(raw)
+
+
+class BooleanIndexView(DataIndexView):
+    """BooleanIndex: True and False.
+
+    ZCatalog stores the less common value (switching at 60%) and gives it
+    first; here the less common value comes first (True on a tie).
+    """
+
+    security = ClassSecurityInfo()
+
+    def _counts(self) -> dict:
+        rows = self._rows()
+        key = json_key(self._name)
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "SELECT {k}, count(*) {scope} AND {k} IS NOT NULL GROUP BY {k}"
+        ).format(k=key, scope=scope)
+        counts = {True: 0, False: 0}
+        for value, count in rows.fetch(statement, params):
+            counts[bool(value)] += count
+        return counts
+
+    @security.protected(manage_zcatalog_indexes)
+    def hasUniqueValuesFor(self, name) -> bool:
+        return name == self._name
+
+    @security.protected(manage_zcatalog_indexes)
+    def uniqueValues(self, name=None, withLengths=False):
+        if name is not None and name != self._name:
+            return iter(())
+        counts = self._counts()
+        indexed = counts[True] <= counts[False]
+        order = (indexed, not indexed)
+        if withLengths:
+            return iter([(value, counts[value]) for value in order])
+        return iter(order)
+
+    @security.protected(manage_zcatalog_indexes)
+    def indexSize(self) -> int:
+        return 2  # as BooleanIndex: always both values
+
+    def __len__(self) -> int:
+        return self.numObjects()
+
+    def _entry(self, raw, rows, path):
+        return int(bool(raw))  # BooleanIndex stores 0 and 1
+
+
+class DateRangeIndexView(DataIndexView):
+    """DateRangeIndex: ``(since, until)`` in minutes, None for open ends."""
+
+    security = ClassSecurityInfo()
+
+    def _entry(self, raw, rows, path):
+        return tuple(raw)
+
+    def __len__(self) -> int:
+        # DateRangeIndex never counts its length: len() and indexSize() are 0.
+        return 0
+
+    @security.protected(manage_zcatalog_indexes)
+    def hasUniqueValuesFor(self, name) -> bool:
+        return self._wrapped_definition().hasUniqueValuesFor(name)
+
+    @security.protected(manage_zcatalog_indexes)
+    def uniqueValues(self, name=None, withLengths=False):
+        """Values of ``name`` (the since or the until field): first those of
+        ranges with both ends, then those of ranges open at the other end,
+        each sorted, as DateRangeIndex gives them."""
+        definition = self._wrapped_definition()
+        fields = (definition.getSinceField(), definition.getUntilField())
+        if name not in fields:
+            return iter(())
+        end = fields.index(name)
+        rows = self._rows()
+        key = json_key(self._name)
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "SELECT {k} -> %s, ({k} -> %s) = 'null'::jsonb, count(*) {scope}"
+            " AND {k} IS NOT NULL AND ({k} -> %s) <> 'null'::jsonb GROUP BY 1, 2"
+        ).format(k=key, scope=scope)
+        found = rows.fetch(statement, [end, 1 - end, *params, end])
+        result = []
+        for open_ended in (False, True):
+            pairs = _sorted_pairs(
+                [(value, count) for value, only, count in found if only is open_ended]
+            )
+            result += pairs if withLengths else [value for value, _ in pairs]
+        return iter(result)
+
+
+class PathIndexView(DataIndexView):
+    """ExtendedPathIndex and PathIndex over the ``path`` column."""
+
+    security = ClassSecurityInfo()
+
+    def _has_value(self):
+        return sql.SQL("TRUE")
+
+    def _raw(self, path, idx, words):
+        return path
+
+    def __len__(self) -> int:
+        return self.numObjects()
+
+    @security.protected(manage_zcatalog_indexes)
+    def hasUniqueValuesFor(self, name) -> bool:
+        return name == self._name
+
+    @security.protected(manage_zcatalog_indexes)
+    def uniqueValues(self, name=None, withLengths=False):
+        """The path elements; ExtendedPathIndex also keys its terminator,
+        None, first.  (With lengths ExtendedPathIndex fails on None; here
+        None counts every object.)"""
+        if name not in (None, self._name, "getPhysicalPath"):
+            return iter(())
+        rows = self._rows()
+        scope, params = rows.scope(
+            sql.SQL(", unnest(string_to_array(path, '/')) AS element(value)")
+        )
+        statement = sql.SQL(
+            "SELECT element.value, count(DISTINCT zoid) {} AND element.value <> ''"
+            " GROUP BY element.value"
+        ).format(scope)
+        pairs = _sorted_pairs(rows.fetch(statement, params))
+        if pairs and self.meta_type == "ExtendedPathIndex":
+            pairs.insert(0, (None, self._count(rows)))
+        if withLengths:
+            return iter(pairs)
+        return iter([value for value, _ in pairs])
+
+
+class TextIndexView(DataIndexView):
+    """ZCTextIndex: words.  SearchableText's are in ``searchable_text``,
+    other text indexes keep their words in ``idx``."""
+
+    security = ClassSecurityInfo()
+
+    _not_delegated = DataIndexView._not_delegated | {"index"}
+
+    @property
+    def _column(self) -> bool:
+        return self._name == "SearchableText"
+
+    def _words(self):
+        return _WORDS if self._column else sql.SQL("NULL")
+
+    def _has_value(self):
+        if self._column:
+            return sql.SQL("searchable_text IS NOT NULL")
+        return json_key(self._name) + sql.SQL(" IS NOT NULL")
+
+    def _raw(self, path, idx, words):
+        if self._column:
+            return words if words is not None else _MISSING
+        text = idx.get(self._name)
+        return text.split() if isinstance(text, str) else _MISSING
+
+    def _entry(self, raw, rows, path):
+        return list(raw)
+
+    @security.protected(manage_zcatalog_indexes)
+    def uniqueValues(self, name=None, withLengths=False):
+        raise NotImplementedError  # as ZCTextIndex
+
+    @security.protected(manage_zcatalog_indexes)
+    def numObjects(self) -> int:
+        """The number of distinct words (ZCTextIndex: its lexicon's words)."""
+        rows = self._rows()
+        if self._column:
+            joined = sql.SQL(
+                ", unnest(searchable_text) AS w,"
+                " unnest(w.positions, w.weights) AS p(position, weight)"
+            )
+            word = sql.SQL("w.lexeme")
+            condition = sql.SQL("p.weight IN ('A', 'D')")
+        else:
+            joined = sql.SQL(
+                ", regexp_split_to_table(idx ->> {}, '\\s+') AS w(word)"
+            ).format(sql.Literal(self._name))
+            word = sql.SQL("w.word")
+            condition = sql.SQL("w.word <> ''")
+        scope, params = rows.scope(joined)
+        statement = sql.SQL("SELECT count(DISTINCT {}) {} AND {}").format(
+            word, scope, condition
+        )
+        return rows.fetch(statement, params)[0][0]
+
+    @security.protected(manage_zcatalog_indexes)
+    def indexSize(self) -> int:
+        """The number of objects with words (ZCTextIndex: document count)."""
+        return self._count(self._rows())
+
+    def __len__(self) -> int:
+        return 1  # ZCTextIndex is an OFS Item, whose len() is 1
+
+
+# Most specific first: translators subclass one another.
+_VIEWS: tuple[tuple[type, type], ...] = (
+    (PositionTranslator, IndexView),  # GopipIndex: a stub in ZCatalog too
+    (BooleanTranslator, BooleanIndexView),
+    (UUIDTranslator, UUIDIndexView),
+    (DateTranslator, DateIndexView),
+    (FieldTranslator, ValueIndexView),
+    (RecurringDateTranslator, RecurringDateIndexView),
+    (KeywordTranslator, KeywordIndexView),
+    (DateRangeTranslator, DateRangeIndexView),
+    (PathTranslator, PathIndexView),
+    (TextTranslator, TextIndexView),
+)
+
+
+def view_class(meta_type: str) -> type:
+    """The view class for an index type (by its translator)."""
+    translator = get_translator(meta_type)
+    for translator_class, view in _VIEWS:
+        if isinstance(translator, translator_class):
+            return view
+    return IndexView
+
+
+def index_view(definition, catalog=None) -> IndexView:
+    """The view of ``definition``, wrapped in ``catalog`` as ZCatalog's
+    ``getIndex`` wraps an index."""
+    view = view_class(definition.meta_type)(definition, catalog)
+    return view if catalog is None else view.__of__(catalog)
+
+
+# -- read-only mappings: _index and _unindex ------------------------------------
+
+
+class ForwardIndex:
+    """``index._index``: value → record ids (an int for UUIDIndex), read-only."""
+
+    __allow_access_to_unprotected_subobjects__ = True
+
+    def __init__(self, view: ValueIndexView):
+        self._view = view
+
+    def keys(self, min=None, max=None) -> list:
+        keys = list(self._view.uniqueValues())
+        if min is not None:
+            keys = [key for key in keys if key >= min]
+        if max is not None:
+            keys = [key for key in keys if key <= max]
+        return keys
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def get(self, key, default=None):
+        rids = self._view._rids_for(key)
+        return self._view._index_entry(rids) if rids else default
+
+    def __getitem__(self, key):
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    has_key = __contains__
+
+    def items(self) -> list[tuple]:
+        return self._view._items()
+
+    def values(self) -> list:
+        return [value for _, value in self.items()]
+
+
+class ReverseIndex:
+    """``index._unindex``: record id → what the index holds, read-only."""
+
+    __allow_access_to_unprotected_subobjects__ = True
+
+    def __init__(self, view: DataIndexView):
+        self._view = view
+
+    def get(self, rid, default=None):
+        return self._view.getEntryForObject(rid, default)
+
+    def __getitem__(self, rid):
+        value = self.get(rid, _MISSING)
+        if value is _MISSING:
+            raise KeyError(rid)
+        return value
+
+    def __contains__(self, rid) -> bool:
+        return self.get(rid, _MISSING) is not _MISSING
+
+    has_key = __contains__
+
+    def items(self) -> list[tuple]:
+        return self._view._entries()
+
+    def keys(self) -> list[int]:
+        return [rid for rid, _ in self.items()]
+
+    def values(self) -> list:
+        return [value for _, value in self.items()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return self._view.numObjects()
+
+
+# -- _catalog.indexes ------------------------------------------------------------
+
+
+class IndexMapping(Implicit):
+    """``_catalog.indexes``: views for readers, definitions underneath.
+
+    Reading gives ``IndexView`` objects (ZCatalog gives its index objects);
+    setting and deleting change the persistent mapping of definitions.
+    ``definition(name)`` and ``definitions()`` give the definitions
+    themselves, for the catalog's own use (extraction, query translation,
+    moving definitions to another catalog).
+    """
+
+    __allow_access_to_unprotected_subobjects__ = True
+
+    def __init__(self, definitions, owner):
+        self._definitions = definitions  # the PersistentMapping
+        self._owner = owner  # the CatalogDefinitions, if not wrapped
+
+    def _catalog(self):
+        parent = aq_parent(aq_inner(self))
+        return parent if parent is not None else self._owner
+
+    def definition(self, name: str):
+        """The definition of index ``name``, wrapped like ``getIndex``'s."""
+        return self._definitions[name].__of__(self._catalog())
+
+    def definitions(self) -> dict:
+        catalog = self._catalog()
+        return {name: index.__of__(catalog) for name, index in self._definitions.items()}
+
+    def __getitem__(self, name: str) -> IndexView:
+        return index_view(self._definitions[name], self._catalog())
+
+    def get(self, name: str, default=None):
+        if name not in self._definitions:
+            return default
+        return self[name]
+
+    def __contains__(self, name) -> bool:
+        return name in self._definitions
+
+    has_key = __contains__
+
+    def __iter__(self):
+        return iter(list(self._definitions.keys()))
+
+    def __len__(self) -> int:
+        return len(self._definitions)
+
+    def keys(self) -> list[str]:
+        return list(self._definitions.keys())
+
+    def values(self) -> list[IndexView]:
+        return [self[name] for name in self.keys()]
+
+    def items(self) -> list[tuple[str, IndexView]]:
+        return [(name, self[name]) for name in self.keys()]
+
+    def __setitem__(self, name: str, definition) -> None:
+        self._definitions[name] = aq_base(definition)
+
+    def __delitem__(self, name: str) -> None:
+        del self._definitions[name]
+
+
+def index_data(indexes: IndexMapping, *, rid: int | None = None, uid: str | None = None):
+    """``{index name: entry}`` of one cataloged object, by record id or
+    path, as ZCatalog's ``getIndexDataForRID`` ("" where an index holds
+    nothing for it).  KeyError if the object is not cataloged in the site.
+    """
+    views = indexes.items()
+    if not views:
+        return {}
+    rows = _Rows(_tool_of(indexes._catalog(), views[0][0]))
+    words = _WORDS if "SearchableText" in indexes else sql.SQL("NULL")
+    if rid is not None:
+        row = rows.row(words, sql.SQL("zoid = %s"), [int(rid)])
+    else:
+        row = rows.row(words, sql.SQL("path = %s"), [uid])
+    if row is None:
+        raise KeyError(rid if rid is not None else uid)
+    result = {}
+    for name, view in views:
+        if isinstance(view, DataIndexView):
+            result[name] = view._entry_from_row(rows, row, "")
+        else:
+            result[name] = view.getEntryForObject(row[0], "")
+    return result
+
+
+for _class in (
+    IndexView,
+    DataIndexView,
+    ValueIndexView,
+    DateIndexView,
+    UUIDIndexView,
+    KeywordIndexView,
+    RecurringDateIndexView,
+    BooleanIndexView,
+    DateRangeIndexView,
+    PathIndexView,
+    TextIndexView,
+):
+    InitializeClass(_class)
+del _class
