@@ -536,7 +536,10 @@ def build_content(portal) -> None:
     # A bilingual site declares both languages (stemming follows them).
     api.portal.set_registry_record("plone.available_languages", ["en", "de"])
 
-    # 1. Create.
+    # 1. Create.  The site root gets a planned UID too (UID range queries
+    # would otherwise depend on the random one each site was born with).
+    IMutableUUID(portal).set(uid_of(""))
+    portal.reindexObject(idxs=["UID"])
     for item in ITEMS:
         container = portal.unrestrictedTraverse(item.parent) if item.parent else portal
         fields = {

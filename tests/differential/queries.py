@@ -1465,3 +1465,21 @@ UNCOMMITTED_QUERIES: list[Case] = [
     ),
     C("ryw-local-role", {"path": _p(RYW_SHARED)}, "set"),
 ]
+
+
+#: Indexes whose ``uniqueValuesFor`` and ``Indexes[name].uniqueValues``
+#: (with and without lengths) are compared, as the Manager.
+UNIQUE_VALUES_INDEXES: list[str] = [
+    "portal_type",
+    "review_state",
+    "Subject",
+    "Creator",
+    "Type",
+    "is_folderish",
+    "exclude_from_nav",
+    "is_default_page",
+    "object_provides",
+    "getRawRelatedItems",
+    "created",
+    "start",
+]
