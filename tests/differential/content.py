@@ -608,6 +608,10 @@ def build_content(portal) -> None:
         obj.setEffectiveDate(dates["effective"])
         obj.setExpirationDate(dates["expires"])
         obj.reindexObject(idxs=names)
+    # The site root too: it was created when its site was, not by the plan.
+    portal.creation_date = DateTime("2019/12/31 08:00:00 GMT+1")
+    portal.setModificationDate(DateTime("2021/12/31 08:00:00 GMT+1"))
+    portal.reindexObject(idxs=names)
     transaction.commit()
 
 
