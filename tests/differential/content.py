@@ -528,10 +528,9 @@ def build_content(portal) -> None:
     import transaction
 
     setRoles(portal, TEST_USER_ID, ["Manager"])
-    # As the test layers add their user.  (api.user.create also builds the
-    # user's dashboard portlets, which is not what this suite tests.)
-    portal.acl_users.source_users.addUser(MEMBER, MEMBER, MEMBER_PASSWORD)
-    portal.acl_users.portal_role_manager.doAssignRoleToPrincipal(MEMBER, "Member")
+    api.user.create(
+        email="member1@example.org", username=MEMBER, password=MEMBER_PASSWORD
+    )
 
     # A bilingual site declares both languages (stemming follows them).
     api.portal.set_registry_record("plone.available_languages", ["en", "de"])
