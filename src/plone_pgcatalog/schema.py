@@ -111,7 +111,8 @@ def sql_index_name(index_name: str, kind: str = "i") -> str:
 
 
 def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
-    """``(kind, method, expression)`` of each SQL index of one catalog index.
+    """``(kind, method, expression, predicate)`` of each SQL index of one
+    catalog index; ``predicate`` narrows the partial index further.
 
     Each expression is written exactly as the query translators write it
     (registry.py), or PostgreSQL cannot match the index to the query.
@@ -119,23 +120,26 @@ def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
     key = sql.Literal(index_name)
     value = sql.SQL("(idx -> {})").format(key)
     if meta_type in _GIN_TYPES:
-        found = [("i", "gin", value)]
+        found = [("i", "gin", value, None)]
     elif meta_type in _BTREE_TYPES:
-        found = [("i", "btree", value)]
+        found = [("i", "btree", value, None)]
     elif meta_type in _TEXT_TYPES and index_name not in _TEXT_COLUMN_INDEXES:
         words = sql.SQL(
             "to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))"
         ).format(key)
-        return [("i", "gin", words)]
+        return [("i", "gin", words, None)]
     else:
         return []
     if meta_type in _STRING_RANGE_TYPES:
-        found.append(
-            ("t", "btree", sql.SQL('((idx ->> {}) COLLATE "C")').format(key))
-        )
+        text = sql.SQL('((idx ->> {}) COLLATE "C")').format(key)
+        found.append(("t", "btree", text, None))
     if meta_type in _OCCURRENCE_TYPES:
-        found.append(("f", "btree", sql.SQL("({} -> 0)").format(value)))
-        found.append(("l", "btree", sql.SQL("({} -> -1)").format(value)))
+        # Only objects with occurrences: the first index, in the order of
+        # the first occurrence (the sort key), also serves "has a value"
+        # (``idx -> name IS NOT NULL``, which GIN cannot answer).
+        has_value = sql.SQL("{} IS NOT NULL").format(value)
+        found.append(("f", "btree", sql.SQL("({} -> 0)").format(value), has_value))
+        found.append(("l", "btree", sql.SQL("({} -> -1)").format(value), has_value))
     return found
 
 
@@ -152,15 +156,19 @@ def index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
     if not expressions:
         return None
     statements = []
-    for kind, method, expression in expressions:
+    for kind, method, expression, predicate in expressions:
+        where = sql.SQL("idx IS NOT NULL")
+        if predicate is not None:
+            where += sql.SQL(" AND ") + predicate
         statements.append(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method}"
-                " (({expression})) WHERE idx IS NOT NULL"
+                " (({expression})) WHERE {where}"
             ).format(
                 name=sql.Identifier(sql_index_name(index_name, kind)),
                 method=sql.SQL(method),
                 expression=expression,
+                where=where,
             )
         )
         statements.append(

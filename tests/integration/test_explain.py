@@ -1,0 +1,665 @@
+"""EXPLAIN: every query shape of the differential suite is served by an index.
+
+Owns: the proof that each query of ``tests/differential/queries.py`` (and of
+``test_first_queries.py``), as each user sends it, reads the catalog through
+PostgreSQL indexes on a catalog of more than 10,000 rows, also when the
+transaction has pending changes (``query.Overlay``).
+
+The catalog
+    ``content.build_content`` builds the differential suite's ~250 objects
+    through Plone's APIs and commits.  SQL then copies every cataloged row
+    ``COPIES`` times under ``/plone/copy-NNN/`` (new zoids from zodb-pgjsonb's
+    sequence, the NOT NULL state columns copied), so that the site holds more
+    than 10,000 cataloged rows beside zodb-pgjsonb's own non-catalog rows.
+    Most copies get other index values, drawn from a hash of copy and row:
+    one of 40 portal types, 20 workflow states, 300 creators, 1,000
+    keywords, titles, ids, descriptions and words of their own, dates moved
+    back by half a year per copy; one copy in 40 keeps the original values.
+    So a value a query names is a few percent of the catalog at most, as on
+    a large site.  ``ANALYZE`` then gives the planner real statistics: of
+    the path columns, and of every indexed ``idx`` expression through the
+    statistics objects that ``schema.index_ddl`` creates (PostgreSQL reads
+    no statistics from partial indexes; without them every condition on
+    ``idx`` gets a fixed default selectivity and the plans prove nothing).
+
+The statements
+    Each query goes through ``portal_catalog`` as Plone calls it, so the
+    tool adds the security terms (``allowedRolesAndUsers`` of the user,
+    ``effectiveRange`` unless the user may see inactive content) and builds
+    the SQL with ``query.build_query``.  ``search.run_search`` is replaced
+    by a recorder for the duration of the call: the statements EXPLAINed
+    are exactly ``SearchSQL.ids_query()`` (and ``count_query()``, which a
+    window past the end runs) of the tool's own plan, with its parameters.
+    Queries the suite records as raising (mode ``raises``, names starting
+    with ``error-``) are filtered out; any other query that raises must do
+    so before it sends SQL.
+
+What fails
+    A plain ``EXPLAIN (FORMAT JSON)`` whose plan, subplans included, reads
+    the whole catalog: a ``Seq Scan`` on ``object_state``, or an index scan
+    whose only conditions are the terms every query carries (the site
+    subtree, ``idx IS NOT NULL``, ``allowedRolesAndUsers``), or an index
+    scan with no condition through an index holding the whole catalog.
+    The latter count because the planner prefers them to a Seq Scan when
+    the table also holds many non-catalog rows: a test looking only for
+    "Seq Scan" passes when no index serves the query at all.  A walk
+    through a partial index that holds fewer rows (the objects that have
+    occurrences) narrows the catalog and is accepted.
+
+    ``SET enable_seqscan = off`` is not used: every query carries
+    ``idx IS NOT NULL`` and the site subtree, which any of the partial
+    indexes satisfies, so the planner would always find an index path and
+    the setting could not tell "no index serves this shape" from "an
+    index exists".  Realistic data and statistics can.
+
+    Some shapes match most of the catalog (every object the user may see,
+    a ``not`` of a few values, a range open towards most values): reading
+    every row is then the right plan, as in ZCatalog, which also walks its
+    whole index for them.  ``FULL_SCAN_SHAPES`` lists each with its reason,
+    and a test checks the reason: as the Manager (who sees every object) the
+    shape must match at least ``MOST`` of the catalog.
+
+Pending changes
+    After ``content.change_without_commit`` (not committed), the
+    read-your-writes queries read ``query.Overlay.source()``: stored rows
+    UNION ALL the pending rows from ``jsonb_to_recordset``.  Their plans
+    must still read the stored branch through indexes.
+
+Must not import plone_pgcatalog's translation internals to build SQL: the
+tool builds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from psycopg import sql
+from tests.conftest import run_in
+from tests.differential.content import change_without_commit
+from tests.differential.content import MEMBER
+from tests.differential.queries import QUERIES
+from tests.differential.queries import UNCOMMITTED_QUERIES
+from tests.differential.test_first_queries import QUERIES as FIRST_QUERIES
+
+import copy
+import psycopg
+import pytest
+import transaction
+
+
+SITE = "/plone"
+USERS = ("manager", "member", "anonymous")
+
+#: Copies of the ~250 real rows: 41 give more than 10,000 cataloged rows.
+COPIES = 41
+MIN_ROWS = 10_000
+
+#: A shape "matches most of the catalog" from this fraction on, as the
+#: Manager runs it.  The copies keep every named value under 3 %.
+MOST = 0.2
+
+_EVERYTHING = (
+    "names no index: Plone's catalog adds only the security terms, so the "
+    "result is every object the user may see"
+)
+_SORT_ALL = (
+    "sorts every object the user may see; a window (b_size, sort_limit) "
+    "still counts every match (count(*) OVER ()), so every match is read"
+)
+_NOT = (
+    "a 'not' of a few values: every object with another value matches; no "
+    "index looks up what a value is not"
+)
+_BEFORE_2020 = (
+    "created before a day of January 2020: the copies' dates reach back 20 "
+    "years, nearly every object"
+)
+
+#: Shapes whose plans may read the whole catalog, and why.
+FULL_SCAN_SHAPES: dict[str, str] = {
+    "empty-query": _EVERYTHING,
+    "empty-query-positional": _EVERYTHING,
+    "unknown-key-only": _EVERYTHING,
+    "getRemoteUrl-is-metadata-only": _EVERYTHING + " (a metadata column)",
+    "allowedRolesAndUsers-anonymous-given": _EVERYTHING + " (the tool replaces "
+    "the given allowedRolesAndUsers by the user's)",
+    "allowedRolesAndUsers-user-given": _EVERYTHING + " (the given value is "
+    "replaced)",
+    "allowedRolesAndUsers-record-given": _EVERYTHING + " (the given value is "
+    "replaced)",
+    "show_inactive-true": _EVERYTHING + " (show_inactive drops effectiveRange)",
+    "show_inactive-false": _EVERYTHING,
+    "effectiveRange-2099": "every object effective before 2099 and not "
+    "expired then: nearly all",
+    "effectiveRange-datetime": "every object effective before 2099 and not "
+    "expired then: nearly all",
+    "effectiveRange-string": "objects without an effective date (all that "
+    "are not published) match every moment",
+    "effectiveRange-2000": "objects without an effective date (all that are "
+    "not published) match every moment",
+    "effectiveRange-2000-show-inactive": "objects without an effective date "
+    "(all that are not published) match every moment",
+    "path-slash": "'/' is the whole site",
+    "sort-title-all": _SORT_ALL,
+    "sort-title-descending": _SORT_ALL,
+    "sort-two-indexes": _SORT_ALL,
+    "sort-two-indexes-two-orders": _SORT_ALL,
+    "sort-two-indexes-short-order-list": _SORT_ALL,
+    "sort-two-indexes-one-reverse": _SORT_ALL,
+    "sort-three-indexes": _SORT_ALL,
+    "sort-limit-1": _SORT_ALL,
+    "sort-limit-multi": _SORT_ALL,
+    "created-sorted-limited": _SORT_ALL,
+    "modified-sorted-descending-limited": _SORT_ALL,
+    "Date-sorted-reverse-limited": _SORT_ALL,
+    "batch-first": _SORT_ALL,
+    "batch-second": _SORT_ALL,
+    "batch-reverse": _SORT_ALL,
+    "batch-strings": _SORT_ALL,
+    "batch-two-sort-indexes": _SORT_ALL,
+    "batch-and-sort-limit": _SORT_ALL,
+    "sorted title descending, limit": _SORT_ALL,
+    "is_folderish-false-sorted-limited": "every object but the folders, sorted",
+    "portal_type-not": _NOT,
+    "portal_type-not-list": _NOT,
+    "review_state-not-published": _NOT,
+    "Creator-not": _NOT,
+    "Subject-not": _NOT + " (every object with keywords)",
+    "text-only-not": "'NOT word' alone: every object without the word",
+    "portal_type-range-min": "a range open above 'Link': most type names "
+    "sort after it",
+    "sortable_title-range-min-sorted": "titles from 'm' on: half of them",
+    "sortable_title-range-three-values": "titles from 'c' to 'k': a third",
+    "id-range-min-sorted": "ids from 't' on: a quarter of them",
+    "UID-range": "UIDs from '0' to '8': half of the hexadecimal UIDs",
+    "created-max": _BEFORE_2020,
+    "created-aware-datetime": _BEFORE_2020,
+    "created-naive-datetime": _BEFORE_2020,
+    "created-date": _BEFORE_2020,
+    "created-string": _BEFORE_2020,
+    "created-iso-string": _BEFORE_2020,
+    "created-int-epoch-seconds": _BEFORE_2020,
+    "effective-max": "effective before 2001: the copies' dates reach back to "
+    "2000, a third of the catalog",
+    "expires-min-far": "objects that never expire carry the far-future "
+    "default: nearly all",
+}
+
+
+# -- the catalog ------------------------------------------------------------
+
+# One statement: copies of every cataloged row of the site, with new zoids,
+# paths under /plone/copy-NNN and, for 39 rows in 40, other index values.
+# ``h`` is a hash of copy and row; dates move back half a year per copy
+# (DateIndex and DateRecurringIndex store minutes of a 31-day-month
+# calendar, effectiveRange minutes since the epoch).
+MULTIPLY = sql.SQL("""
+WITH source AS (
+    SELECT s.*, row_number() OVER (ORDER BY s.zoid) AS r
+    FROM object_state AS s
+    WHERE s.idx IS NOT NULL AND (s.path = %(site)s OR s.path LIKE %(below)s)
+), copies AS (
+    SELECT source.*, n,
+           %(site)s || '/copy-' || lpad(n::text, 3, '0') AS root,
+           (n * 2654435761 + r * 40503) %% 1000003 AS h,
+           n * 267840 AS date_shift,
+           n * 262980 AS minute_shift
+    FROM source CROSS JOIN generate_series(1, %(copies)s) AS n
+), varied AS (
+    SELECT copies.*, h %% 40 = 0 AS keep, h %% 40 AS t,
+           chr(97 + (h %% 26)::int) || chr(97 + (h / 26 %% 26)::int) AS prefix
+    FROM copies
+)
+INSERT INTO object_state (zoid, tid, class_mod, class_name, state, state_size,
+                          refs, path, parent_path, path_depth, idx, meta,
+                          searchable_text)
+SELECT nextval('zoid_seq'), tid, class_mod, class_name, state, state_size, refs,
+       root || substr(path, length(%(site)s) + 1),
+       CASE WHEN path = %(site)s THEN %(site)s
+            ELSE root || substr(parent_path, length(%(site)s) + 1) END,
+       path_depth + 1,
+       idx || jsonb_strip_nulls(jsonb_build_object(
+           'UID', md5(n || (idx ->> 'UID')),
+           'sync_uid', md5(n || (idx ->> 'sync_uid')),
+           'portal_type', CASE WHEN NOT keep THEN 'type-' || t END,
+           'Type', CASE WHEN NOT keep THEN 'Type ' || t END,
+           'object_provides', CASE WHEN NOT keep THEN
+               jsonb_build_array('example.interfaces.IType' || t,
+                                 'plone.dexterity.interfaces.IDexterityContent')
+               || CASE WHEN t = 0 THEN jsonb_build_array(
+                      'Products.CMFCore.interfaces.IFolderish',
+                      'plone.dexterity.interfaces.IDexterityContainer')
+                  ELSE '[]'::jsonb END END,
+           'is_folderish', CASE WHEN NOT keep THEN to_jsonb(t = 0) END,
+           'exclude_from_nav', CASE WHEN NOT keep THEN to_jsonb(h %% 50 = 1) END,
+           'review_state', CASE WHEN NOT keep AND idx ? 'review_state'
+               THEN 'state-' || (h / 40 %% 20) END,
+           'Subject', CASE WHEN NOT keep AND (idx ? 'Subject' OR h %% 3 = 0)
+               THEN jsonb_build_array('kw-' || lpad((h %% 500)::text, 3, '0'),
+                                      'kw-' || (500 + h / 500 %% 500)) END,
+           'Creator', CASE WHEN NOT keep THEN 'user-' || (h %% 300) END,
+           'id', CASE WHEN NOT keep THEN prefix || '-' || (idx ->> 'id') END,
+           'getId', CASE WHEN NOT keep THEN prefix || '-' || (idx ->> 'getId') END,
+           'sortable_title', CASE WHEN NOT keep
+               THEN prefix || ' ' || (idx ->> 'sortable_title') END,
+           'Title', CASE WHEN NOT keep
+               THEN 'title' || (h %% 997) || ' t' || (h %% 613) END,
+           'Description', CASE WHEN NOT keep AND idx ? 'Description'
+               THEN 'summary' || (h %% 991) || ' s' || (h %% 607) END,
+           'created', (idx -> 'created')::bigint - date_shift,
+           'modified', (idx -> 'modified')::bigint - date_shift,
+           'effective', (idx -> 'effective')::bigint - date_shift,
+           'Date', (idx -> 'Date')::bigint - date_shift,
+           'expires', CASE WHEN (idx -> 'expires')::bigint < 1300000000
+               THEN (idx -> 'expires')::bigint - date_shift END,
+           'effectiveRange', CASE WHEN idx ? 'effectiveRange' THEN
+               jsonb_build_array(
+                   (idx -> 'effectiveRange' ->> 0)::bigint - minute_shift,
+                   (idx -> 'effectiveRange' ->> 1)::bigint - minute_shift) END,
+           'start', (SELECT jsonb_agg(e::bigint - date_shift ORDER BY o)
+                     FROM jsonb_array_elements_text(idx -> 'start')
+                          WITH ORDINALITY AS a(e, o)),
+           'end', (SELECT jsonb_agg(e::bigint - date_shift ORDER BY o)
+                   FROM jsonb_array_elements_text(idx -> 'end')
+                        WITH ORDINALITY AS a(e, o))
+       )),
+       meta,
+       CASE WHEN keep THEN searchable_text ELSE setweight(to_tsvector('simple',
+           'lorem' || (h %% 4999) || ' ipsum' || (h %% 4993)
+           || ' dolor' || (h %% 4987)), 'A') END
+FROM varied
+""")
+
+
+def _multiply(dsn: str) -> None:
+    with psycopg.connect(dsn) as conn:
+        conn.execute(MULTIPLY, {"site": SITE, "below": SITE + "/%", "copies": COPIES})
+        conn.commit()
+        conn.autocommit = True
+        # The catalog's columns only: the statistics of the indexed
+        # expressions come with ``idx``; zodb-pgjsonb's ``state`` is large
+        # and no catalog query reads it.
+        conn.execute(
+            "ANALYZE object_state (path, parent_path, path_depth, idx,"
+            " searchable_text)"
+        )
+
+
+# -- the statements ---------------------------------------------------------
+
+
+@dataclass
+class Recorded:
+    """What one catalog call sent to PostgreSQL (or the error it raised)."""
+
+    plans: list = field(default_factory=list)  # query.SearchSQL
+    error: Exception | None = None
+
+    def statements(self) -> list[tuple]:
+        found = []
+        for plan in self.plans:
+            found.append(plan.ids_query())
+            if plan.windowed:
+                found.append(plan.count_query())
+        return found
+
+
+def _become(portal, user: str) -> None:
+    if user == "manager":
+        login(portal, TEST_USER_NAME)
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+    elif user == "member":
+        login(portal, MEMBER)
+    else:
+        logout()
+
+
+def _record(catalog, query: dict, call: str) -> Recorded:
+    """Search as Plone does; keep the tool's SQL instead of running it."""
+    from plone_pgcatalog import search
+
+    recorded = Recorded()
+
+    def run_search(conn, plan):
+        recorded.plans.append(plan)
+        return search.Found([], 0)
+
+    original = search.run_search
+    search.run_search = run_search
+    try:
+        query = copy.deepcopy(query)
+        if call == "dict":
+            catalog(query)
+        else:
+            catalog(**query)
+    except Exception as exc:  # recorded: the test decides
+        recorded.error = exc
+    finally:
+        search.run_search = original
+    return recorded
+
+
+def _raises_by_design(case) -> bool:
+    return case.mode == "raises" or case.name.startswith("error-")
+
+
+#: (name, query, call) of every shape to EXPLAIN.
+SHAPES = [
+    (case.name, case.query, case.call)
+    for case in QUERIES
+    if not _raises_by_design(case)
+] + [(name, query, "kw") for name, query, _ in FIRST_QUERIES]
+
+
+@dataclass
+class Explained:
+    dsn: str
+    catalog_rows: int
+    recorded: dict  # (name, user) -> Recorded
+    uncommitted: dict  # (name, user) -> Recorded
+    partial: dict  # index name -> its predicate narrows beyond the catalog
+
+
+def _partial_indexes(conn) -> dict[str, bool]:
+    rows = conn.execute(
+        "SELECT c.relname, pg_get_expr(i.indpred, i.indrelid)"
+        " FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = 'object_state'::regclass"
+    ).fetchall()
+    return {
+        name: predicate is not None and predicate != "(idx IS NOT NULL)"
+        for name, predicate in rows
+    }
+
+
+@pytest.fixture(scope="module")
+def explained():
+    from plone_pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
+    from tests.differential.content import build_content
+
+    runner = run_in(PGCATALOG_FUNCTIONAL_TESTING)
+    layer = next(runner)
+    try:
+        portal = layer["portal"]
+        build_content(portal)
+        dsn = layer["pgcatalog_dsn"]
+        _multiply(dsn)
+        catalog = portal.portal_catalog
+        recorded = {}
+        for user in USERS:
+            _become(portal, user)
+            for name, query, call in SHAPES:
+                recorded[(name, user)] = _record(catalog, query, call)
+        _become(portal, "manager")
+        change_without_commit(portal)
+        uncommitted = {}
+        for user in USERS:
+            _become(portal, user)
+            for case in UNCOMMITTED_QUERIES:
+                uncommitted[(case.name, user)] = _record(catalog, case.query, case.call)
+        transaction.abort()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT count(*) FROM object_state WHERE idx IS NOT NULL"
+                " AND (path = %s OR path LIKE %s)",
+                (SITE, SITE + "/%"),
+            ).fetchone()[0]
+            partial = _partial_indexes(conn)
+        yield Explained(dsn, rows, recorded, uncommitted, partial)
+    finally:
+        transaction.abort()
+        runner.close()
+
+
+@pytest.fixture(scope="module")
+def pg(explained):
+    with psycopg.connect(explained.dsn, autocommit=True) as conn:
+        yield conn
+
+
+# -- reading plans ----------------------------------------------------------
+
+SITE_RANGE = f"((path >= '{SITE}/'::text) AND (path < '{SITE}0'::text))"
+SITE_ROOT = f"(path = '{SITE}'::text)"
+
+
+def _carried_by_every_query(index: str, condition: str | None) -> bool:
+    """Whether an index condition is one of the terms every query has."""
+    from plone_pgcatalog.schema import sql_index_name
+
+    if index == sql_index_name("allowedRolesAndUsers"):
+        return True
+    return index == "pgcatalog_path" and condition == SITE_RANGE
+
+
+def _narrows(node: dict, partial: dict) -> bool:
+    """Whether a bitmap (sub)tree narrows the catalog beyond those terms."""
+    kind = node["Node Type"]
+    if kind == "Bitmap Index Scan":
+        condition = node.get("Index Cond")
+        if condition is None:
+            return partial.get(node["Index Name"], False)
+        return not _carried_by_every_query(node["Index Name"], condition)
+    children = node.get("Plans", [])
+    if kind == "BitmapAnd":
+        return any(_narrows(child, partial) for child in children)
+    if kind == "BitmapOr":
+        conditions = {child.get("Index Cond") for child in children}
+        if conditions == {SITE_RANGE, SITE_ROOT}:
+            return False  # the site subtree: path = site OR path below it
+        return all(_narrows(child, partial) for child in children)
+    raise AssertionError(f"unexpected bitmap node {kind}")
+
+
+def catalog_scans(node: dict, partial: dict) -> list[str]:
+    """The scans of ``object_state`` in a plan that read the whole catalog."""
+    found = []
+    if node.get("Relation Name") == "object_state":
+        kind = node["Node Type"]
+        index = node.get("Index Name")
+        if kind == "Seq Scan":
+            found.append("Seq Scan on object_state")
+        elif kind in ("Index Scan", "Index Only Scan"):
+            condition = node.get("Index Cond")
+            if condition is None:
+                if not partial.get(index, False):
+                    found.append(f"{kind} through all of {index}")
+            elif _carried_by_every_query(index, condition):
+                found.append(f"{kind} using {index} on {condition} only")
+        elif kind == "Bitmap Heap Scan":
+            bitmap = [p for p in node["Plans"] if p["Parent Relationship"] == "Outer"]
+            if not _narrows(bitmap[0], partial):
+                found.append(f"Bitmap Heap Scan on {node.get('Recheck Cond')} only")
+    for child in node.get("Plans", []):
+        found += catalog_scans(child, partial)
+    return found
+
+
+def _outline(node: dict, depth: int = 0) -> list[str]:
+    line = "  " * depth + node["Node Type"]
+    for key in (
+        "Relation Name",
+        "Index Name",
+        "Index Cond",
+        "Recheck Cond",
+        "Filter",
+        "Subplan Name",
+    ):
+        if key in node:
+            line += f" [{key}: {str(node[key])[:160]}]"
+    lines = [line]
+    for child in node.get("Plans", []):
+        lines += _outline(child, depth + 1)
+    return lines
+
+
+def explain(conn, statement, params) -> dict:
+    row = conn.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + statement, params).fetchone()
+    return row[0][0]["Plan"]
+
+
+def _problems(conn, recorded: Recorded, partial: dict) -> list[str]:
+    problems = []
+    for statement, params in recorded.statements():
+        plan = explain(conn, statement, params)
+        scans = catalog_scans(plan, partial)
+        if scans:
+            problems.append("; ".join(scans) + "\n" + "\n".join(_outline(plan)))
+    return problems
+
+
+def _params(names, users=USERS) -> list:
+    return [
+        pytest.param(name, user, id=f"{name}@{user}")
+        for name in names
+        for user in users
+    ]
+
+
+# -- tests --------------------------------------------------------------------
+
+
+def test_the_catalog_has_more_than_10000_rows_and_statistics(explained, pg):
+    assert explained.catalog_rows >= MIN_ROWS
+    # The planner's view: statistics of the indexed expressions, not the
+    # default selectivities it falls back to without them.
+    rows = pg.execute(
+        "SELECT most_common_vals::text FROM pg_stats_ext_exprs"
+        " WHERE tablename = 'object_state' AND expr = %s",
+        ("(idx -> 'portal_type'::text)",),
+    ).fetchall()
+    assert rows and "type-1" in rows[0][0], rows
+
+
+@pytest.mark.parametrize("name,user", _params([name for name, _, _ in SHAPES]))
+def test_query_reads_the_catalog_through_an_index(explained, pg, name, user):
+    recorded = explained.recorded[(name, user)]
+    if recorded.error is not None:
+        # Refused before any SQL: nothing reached PostgreSQL.
+        assert not recorded.plans, f"raised {recorded.error!r} after sending SQL"
+        return
+    assert recorded.plans, "the catalog sent no SQL"
+    problems = _problems(pg, recorded, explained.partial)
+    if problems and name in FULL_SCAN_SHAPES:
+        return  # justified, and checked by the next test
+    assert not problems, "\n\n".join(problems)
+
+
+@pytest.mark.parametrize("name", sorted(FULL_SCAN_SHAPES))
+def test_full_scan_shapes_match_most_of_the_catalog(explained, pg, name):
+    recorded = explained.recorded.get((name, "manager"))
+    assert recorded is not None, f"{name!r} is not a query of the suite"
+    assert recorded.error is None and recorded.plans, recorded.error
+    statement, params = recorded.plans[0].count_query()
+    matches = pg.execute(statement, params).fetchone()[0]
+    assert matches >= MOST * explained.catalog_rows, (
+        f"{name}: {matches} of {explained.catalog_rows} rows; "
+        f"claimed: {FULL_SCAN_SHAPES[name]}"
+    )
+
+
+@pytest.mark.parametrize("name,user", _params([c.name for c in UNCOMMITTED_QUERIES]))
+def test_pending_changes_keep_the_stored_rows_on_indexes(explained, pg, name, user):
+    recorded = explained.uncommitted[(name, user)]
+    assert recorded.error is None, recorded.error
+    assert recorded.plans
+    for statement, params in recorded.statements():
+        plan = explain(pg, statement, params)
+        outline = "\n".join(_outline(plan))
+        # The pending rows are read from the overlay's JSON parameter...
+        assert "jsonb_to_recordset" in str(plan), outline
+        # ...and the stored ones through the catalog's indexes.
+        assert not catalog_scans(plan, explained.partial), outline
+
+
+# -- the plan reader, on plans written by hand ------------------------------
+
+
+def _scan(kind, index=None, condition=None, **extra):
+    node = {"Node Type": kind, "Relation Name": "object_state", **extra}
+    if index is not None:
+        node["Index Name"] = index
+    if condition is not None:
+        node["Index Cond"] = condition
+    return node
+
+
+def _bitmap(index, condition):
+    return {
+        "Node Type": "Bitmap Index Scan",
+        "Index Name": index,
+        "Index Cond": condition,
+        "Parent Relationship": "Outer",
+    }
+
+
+def _heap(bitmap):
+    bitmap = dict(bitmap, **{"Parent Relationship": "Outer"})
+    return _scan("Bitmap Heap Scan", **{"Plans": [bitmap]})
+
+
+def _site_bitmap():
+    return {
+        "Node Type": "BitmapOr",
+        "Plans": [
+            _bitmap("pgcatalog_path", SITE_ROOT),
+            _bitmap("pgcatalog_path", SITE_RANGE),
+        ],
+    }
+
+
+def test_reader_finds_a_seq_scan_in_a_subplan():
+    plan = {
+        "Node Type": "Sort",
+        "Plans": [
+            _scan(
+                "Index Scan",
+                "pgcatalog_parent_path",
+                "(parent_path = '/plone/a'::text)",
+            ),
+            dict(_scan("Seq Scan"), **{"Parent Relationship": "InitPlan"}),
+        ],
+    }
+    assert catalog_scans(plan, {}) == ["Seq Scan on object_state"]
+
+
+def test_reader_finds_a_walk_through_a_partial_index_without_condition():
+    plan = _scan("Index Scan", "pgcatalog_i_modified_99db3247")
+    assert catalog_scans(plan, {"pgcatalog_i_modified_99db3247": False})
+
+
+def test_reader_accepts_a_walk_through_an_index_that_holds_fewer_rows():
+    plan = _scan("Index Scan", "pgcatalog_f_start_2b020927")
+    assert not catalog_scans(plan, {"pgcatalog_f_start_2b020927": True})
+
+
+def test_reader_finds_bitmaps_of_the_site_and_of_security_only():
+    from plone_pgcatalog.schema import sql_index_name
+
+    security = _bitmap(sql_index_name("allowedRolesAndUsers"), "(... ?| ...)")
+    assert catalog_scans(_heap(_site_bitmap()), {})
+    assert catalog_scans(_heap(security), {})
+    both = {"Node Type": "BitmapAnd", "Plans": [_site_bitmap(), security]}
+    assert catalog_scans(_heap(both), {})
+
+
+def test_reader_accepts_a_bitmap_narrowed_by_the_query():
+    by_type = _bitmap("pgcatalog_i_portal_type_56d9f162", "(... = ANY (...))")
+    narrowed = {"Node Type": "BitmapAnd", "Plans": [_site_bitmap(), by_type]}
+    assert not catalog_scans(_heap(narrowed), {})
+    subtree = {
+        "Node Type": "BitmapOr",
+        "Plans": [
+            _bitmap("pgcatalog_path", "(path = '/plone/en'::text)"),
+            _bitmap(
+                "pgcatalog_path",
+                "((path >= '/plone/en/'::text) AND (path < '/plone/en0'::text))",
+            ),
+        ],
+    }
+    assert not catalog_scans(_heap(subtree), {})
