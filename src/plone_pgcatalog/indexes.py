@@ -79,7 +79,6 @@ import logging
 import orjson
 import psycopg
 
-
 logger = logging.getLogger(__name__)
 
 _MISSING = object()
@@ -182,7 +181,9 @@ def _sorted(values, key=lambda item: item) -> list:
     try:
         return sorted(values, key=key)
     except TypeError:
-        return sorted(values, key=lambda item: (type(key(item)).__name__, repr(key(item))))
+        return sorted(
+            values, key=lambda item: (type(key(item)).__name__, repr(key(item)))
+        )
 
 
 def _is_number(value) -> bool:
@@ -209,12 +210,14 @@ def _number_decoder(sample) -> Callable | None:
         if sample.tzinfo is None:
             tz = DateTime(sample).timezone()
             return lambda micros: (
-                _datetime_from_micros(micros, tz, True).asdatetime().replace(tzinfo=None)
+                _datetime_from_micros(micros, tz, True)
+                .asdatetime()
+                .replace(tzinfo=None)
             )
         zone = sample.tzinfo
-        return lambda micros: (_EPOCH + datetime.timedelta(microseconds=micros)).astimezone(
-            zone
-        )
+        return lambda micros: (
+            _EPOCH + datetime.timedelta(microseconds=micros)
+        ).astimezone(zone)
     return None
 
 
@@ -283,7 +286,9 @@ class IndexView(Implicit):
 
     def __repr__(self) -> str:
         definition = self.__dict__["_definition"]
-        return f"<{type(self).__name__} of {definition.meta_type} {definition.getId()!r}>"
+        return (
+            f"<{type(self).__name__} of {definition.meta_type} {definition.getId()!r}>"
+        )
 
     @security.protected(manage_zcatalog_indexes)
     def getDefinition(self):
@@ -298,9 +303,19 @@ class DataIndexView(IndexView):
 
     _not_delegated = frozenset(
         {
-            "_index", "_unindex", "_length", "_index_length", "_index_value",
-            "_since", "_until", "_since_only", "_until_only", "_always",
-            "_index_parents", "_index_items", "_depth",
+            "_index",
+            "_unindex",
+            "_length",
+            "_index_length",
+            "_index_value",
+            "_since",
+            "_until",
+            "_since_only",
+            "_until_only",
+            "_always",
+            "_index_parents",
+            "_index_items",
+            "_depth",
         }
     )
 
@@ -339,7 +354,9 @@ class DataIndexView(IndexView):
 
     def _count(self, rows: _Rows) -> int:
         scope, params = rows.scope()
-        statement = sql.SQL("SELECT count(*) {} AND {}").format(scope, self._has_value())
+        statement = sql.SQL("SELECT count(*) {} AND {}").format(
+            scope, self._has_value()
+        )
         found = rows.fetch(statement, params)
         return found[0][0] if found else 0
 
@@ -512,7 +529,9 @@ class ValueIndexView(DataIndexView):
         if obj is None:
             logger.warning(
                 "index %r: %s is cataloged but cannot be traversed; its numbers "
-                "are given as numbers", self._name, path,
+                "are given as numbers",
+                self._name,
+                path,
             )
             return None
         wrapped = queryMultiAdapter((obj, tool), IIndexableObject)
@@ -524,7 +543,9 @@ class ValueIndexView(DataIndexView):
         if not _is_number(value):
             return value
         decoder = self._decoder(rows, path)
-        return decoder(value) if decoder is not None and isinstance(value, int) else value
+        return (
+            decoder(value) if decoder is not None and isinstance(value, int) else value
+        )
 
     def _entry(self, raw, rows, path):
         return self._decode(raw, rows, path)
@@ -668,9 +689,9 @@ class KeywordIndexView(ValueIndexView):
         return rows.fetch(statement, params)
 
     def _with_number(self):
-        return sql.SQL("jsonb_path_exists({}, '$[*] ? (@.type() == \"number\")')").format(
-            json_key(self._name)
-        )
+        return sql.SQL(
+            "jsonb_path_exists({}, '$[*] ? (@.type() == \"number\")')"
+        ).format(json_key(self._name))
 
     def _sample(self, wrapped):
         names = self.getIndexSourceNames()
@@ -1038,7 +1059,9 @@ class IndexMapping(Implicit):
 
     def definitions(self) -> dict:
         catalog = self._catalog()
-        return {name: index.__of__(catalog) for name, index in self._definitions.items()}
+        return {
+            name: index.__of__(catalog) for name, index in self._definitions.items()
+        }
 
     def __getitem__(self, name: str) -> IndexView:
         return index_view(self._definitions[name], self._catalog())
@@ -1075,7 +1098,9 @@ class IndexMapping(Implicit):
         del self._definitions[name]
 
 
-def index_data(indexes: IndexMapping, *, rid: int | None = None, uid: str | None = None):
+def index_data(
+    indexes: IndexMapping, *, rid: int | None = None, uid: str | None = None
+):
     """``{index name: entry}`` of one cataloged object, by record id or
     path, as ZCatalog's ``getIndexDataForRID`` ("" where an index holds
     nothing for it).  KeyError if the object is not cataloged in the site.
