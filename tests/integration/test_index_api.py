@@ -114,11 +114,6 @@ def build_content(portal) -> None:
         timezone="Europe/Vienna",
     )
     fix_dates(portal)
-    # Only content is cataloged, in ZCatalog: a tool (at the time of
-    # writing, plone_pgcatalog's clearFindAndRebuild catalogs
-    # portal_catalog itself) is not part of what these tests compare.
-    if catalog.getrid("/plone/portal_catalog") is not None:
-        catalog.uncatalog_object("/plone/portal_catalog")
     transaction.commit()
 
 
