@@ -18,17 +18,24 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from plone.i18n.normalizer.base import baseNormalize
 
-_TOKEN = re.compile(r'"[^"]*"?|\(|\)|[^\s()"]+')
+
+# As ZCTextIndex's tokenizer: parentheses, phrases and words, each
+# optionally led by "-" (NOT).
+_TOKEN = re.compile(r'-?"[^"]*"?|\(|\)|[^\s()"]+')
+_GLOB = re.compile(r"[*?]")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _OPERATORS = {"AND": "&", "OR": "|", "NOT": "!"}
 
 
 def fold(text: str) -> str:
-    """Lowercase ``text`` and strip accents, as Plone's lexicon normalizes."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return stripped.lower()
+    """Lowercase ``text`` and strip accents, as Plone's lexicon normalizes.
+
+    Plone's "Unicode Ignoring Accents Case Normalizer" applies plone.i18n's
+    ``baseNormalize`` (accents off, ß → ss, æ → ae...) and lowercases.
+    """
+    return baseNormalize(unicodedata.normalize("NFKC", text)).lower()
 
 
 #: Language codes (the part before any "-") and the snowball text search
@@ -71,27 +78,54 @@ def index_text(text: str) -> str:
 
 
 def _term(token: str, weight: str) -> str | None:
-    """One query token (a word, a prefix or a phrase) as tsquery text."""
+    """One query token (a word, a glob or a phrase) as tsquery text.
+
+    A glob (``*`` or ``?``) matches words that start with what comes before
+    its first wildcard: for ``?`` and inner wildcards a superset of
+    ZCTextIndex's matches, as a tsquery knows only prefixes.
+    """
     label = ":" + weight if weight else ""
     if token.startswith('"'):
         parts = [part + label for part in words(token.strip('"'))]
         return "(" + " <-> ".join(parts) + ")" if parts else None
-    prefix = token.endswith("*")
-    parts = words(token.rstrip("*"))
+    glob = _GLOB.search(token)
+    parts = words(token[: glob.start()] if glob else token)
     if not parts:
         return None
     parts = [part + label for part in parts]
-    if prefix:
+    if glob:
         parts[-1] = parts[-1].replace(label, "") + ":*" + weight
     return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+
+
+_SYNTAX = frozenset({"&", "|", "!", "(", ")"})
+
+
+def _has_positive_term(parts: list[str]) -> bool:
+    """Whether some term is not negated: a query of only ``NOT`` terms
+    would match every object (ZCTextIndex refuses it)."""
+    negated_groups = [False]
+    previous = None
+    for part in parts:
+        if part == "(":
+            negated_groups.append(previous == "!" or negated_groups[-1])
+        elif part == ")":
+            negated_groups.pop()
+        elif part not in _SYNTAX:
+            if previous != "!" and not negated_groups[-1]:
+                return True
+        previous = part
+    return False
 
 
 def to_tsquery_text(text: str, weight: str = "") -> str | None:
     """Translate a ZCTextIndex search string into tsquery text.
 
-    Adjacent terms are ANDed as in ZCTextIndex; a lone or dangling operator
-    and unbalanced parentheses are dropped rather than raised.  Returns
-    ``None`` when nothing searchable is left (only stop characters).
+    Adjacent terms are ANDed as in ZCTextIndex; operators are recognized
+    in any case, a leading ``-`` negates a term.  Where ZCTextIndex raises
+    ParseError (a lone or dangling operator, unbalanced parentheses), the
+    stray syntax is dropped instead.  Returns ``None`` when nothing
+    searchable is left (only stop characters, or only negated terms).
     ``weight`` (A-D) restricts every word to lexemes of that weight.
     """
     out: list[str] = []
@@ -102,7 +136,7 @@ def to_tsquery_text(text: str, weight: str = "") -> str | None:
 
     for token in _TOKEN.findall(text.replace("\x00", " ")):
         upper = token.upper()
-        if upper in _OPERATORS and token.isupper():
+        if upper in _OPERATORS:
             op = _OPERATORS[upper]
             if op == "!":
                 if not expects_operand():
@@ -128,16 +162,19 @@ def to_tsquery_text(text: str, weight: str = "") -> str | None:
                 out.append(")")
             depth -= 1
             continue
-        term = _term(token, weight)
+        negate = token.startswith("-") and len(token) > 1
+        term = _term(token[1:] if negate else token, weight)
         if term is None:
             continue
         if not expects_operand():
             out.append("&")
+        if negate:
+            out.append("!")
         out.append(term)
     while out and out[-1] in ("&", "|", "!", "("):
         if out.pop() == "(":
             depth -= 1
     out.extend(")" * depth)
-    if not any(part not in ("&", "|", "!", "(", ")") for part in out):
+    if not _has_positive_term(out):
         return None
     return " ".join(out)

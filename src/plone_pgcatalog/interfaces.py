@@ -60,6 +60,10 @@ class IIndexTranslator(Interface):
         that the index found nothing to do: as in ZCatalog, the search then
         has no results.
 
+        A translator may also offer ``sort_presence(index)``: the SQL
+        condition of rows that have a sort value (default: the index's key
+        in ``idx``), or None when every row has one.
+
         A translator may also offer ``relevance(index, query, context)``
         returning ``(sql.Composable, params)`` of an integer score; a
         result that is not sorted on an index is then ordered by it.

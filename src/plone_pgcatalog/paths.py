@@ -103,7 +103,11 @@ class PathTranslator:
         return union.sql()
 
     def sort_expressions(self, index):
-        return None
+        # ZCatalog sorts on the physical path string, by code point.
+        return [sql.SQL("path")]
+
+    def sort_presence(self, index):
+        return None  # every cataloged row has a path
 
 
 @dataclass

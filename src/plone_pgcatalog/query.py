@@ -136,21 +136,32 @@ class SearchSQL:
         return self.limit is not None or bool(self.offset)
 
     def ids_query(self) -> tuple[sql.Composed, tuple]:
-        """``SELECT zoid, path[, score, best score][, total]`` of the window."""
-        windowed = sql.SQL(", count(*) OVER ()") if self.windowed else sql.SQL("")
+        """``SELECT zoid, path[, score, best score][, total]`` of the window.
+
+        The total is asked for only when the window may not hold every
+        match.
+        """
+        total, total_params = sql.SQL(""), []
+        if self.windowed:
+            total = sql.SQL(", count(*) OVER ()")
         if self.score is None:
             statement = sql.SQL(
                 "SELECT zoid, path{} FROM {} WHERE {} ORDER BY {}"
-            ).format(windowed, self.source, self.where, self.order_by)
-            params = [*self.source_params, *self.params]
+            ).format(total, self.source, self.where, self.order_by)
+            params = [*total_params, *self.source_params, *self.params]
         else:
             # The score is computed once per row, in the inner query.
             statement = sql.SQL(
                 "SELECT zoid, path, score, max(score) OVER (){} FROM"
                 " (SELECT zoid, path, {} AS score FROM {} WHERE {}) AS ranked"
                 " ORDER BY {}"
-            ).format(windowed, self.score, self.source, self.where, self.order_by)
-            params = [*self.score_params, *self.source_params, *self.params]
+            ).format(total, self.score, self.source, self.where, self.order_by)
+            params = [
+                *total_params,
+                *self.score_params,
+                *self.source_params,
+                *self.params,
+            ]
         if self.limit is not None:
             statement += sql.SQL(" LIMIT %s")
             params.append(self.limit)
@@ -312,6 +323,8 @@ def build_query(
         # ZCatalog: ``sort_limit`` stands for ``b_size`` when there is none.
         limit = {"sort_limit": _sort_attr(query, "limit")}
         b_size = _int(limit, "sort_limit", None) or None
+    if b_size is None:
+        b_start = 0  # ZCatalog ignores b_start without a window size
     source, source_params = (overlay.source() if overlay else (_TABLE, ()))
     return SearchSQL(
         where=sql.SQL(" AND ").join(clauses),
@@ -351,6 +364,11 @@ def _order_by(query: dict, indexes: dict):
         direction = sql.SQL(" DESC") if reverse else sql.SQL(" ASC")
         terms += [expression + direction for expression in expressions]
         # ZCatalog leaves out objects that have no value in the sort index.
-        must_have.append(json_key(name) + sql.SQL(" IS NOT NULL"))
+        # A translator may say how (or, with None, that every row has one).
+        presence = getattr(translator, "sort_presence", None)
+        if presence is None:
+            must_have.append(json_key(name) + sql.SQL(" IS NOT NULL"))
+        elif presence(index) is not None:
+            must_have.append(presence(index))
     terms.append(sql.SQL("zoid"))
     return sql.SQL(", ").join(terms), must_have

@@ -123,17 +123,13 @@ def _not_only(
 ) -> tuple[sql.Composable, list]:
     """A query with only ``not`` values, as ZCatalog's UnIndex answers it.
 
-    First in ZCatalog's plan, the index returns its objects that have a
-    value and none of the excluded ones.  After another index, it removes
-    the objects with an excluded value from the result it is given (objects
-    without a value stay), unless no object has an excluded value: then it
-    falls back to the first rule.
+    UnIndex starts from every object of the catalog and removes those with
+    an excluded value (objects without a value stay), unless no object has
+    an excluded value: then it answers with the objects that have a value.
     """
     clause, params = matches
     excluded = sql.SQL("NOT COALESCE({}, FALSE)").format(clause)
     has_value = json_key(name) + sql.SQL(" IS NOT NULL")
-    if not context.preceded:
-        return sql.SQL("{} AND {}").format(has_value, excluded), list(params)
     site, site_params = path_clause(context.site_path, -1)
     any_excluded = sql.SQL(
         "EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL AND {} AND {})"

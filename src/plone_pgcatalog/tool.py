@@ -403,14 +403,14 @@ class PGCatalogTool(UniqueObject, Folder):
             show_inactive = query.get("show_inactive")
         if show_inactive is None:
             show_inactive = self.allow_inactive(kw)
-        merged = _merge(query, kw)
-        merged["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(
+        kw["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(
             _getAuthenticatedUser(self)
         )
         if not show_inactive:
-            merged["effectiveRange"] = DateTime()
-        # Plone ignores sort_on values that are not indexes.
-        sort_on = merged.get("sort_on") or []
+            kw["effectiveRange"] = DateTime()
+        # Plone drops sort_on names that are not indexes, from the keyword
+        # arguments only (a query mapping keeps them: ZCatalog then raises).
+        sort_on = kw.get("sort_on") or []
         if isinstance(sort_on, str):
             sort_on = [sort_on]
         try:
@@ -418,9 +418,10 @@ class PGCatalogTool(UniqueObject, Folder):
         except TypeError:
             sort_on = []
         if sort_on:
-            merged["sort_on"] = sort_on
+            kw["sort_on"] = sort_on
         else:
-            merged.pop("sort_on", None)
+            kw.pop("sort_on", None)
+        merged = _merge(query, kw)
         return self._search(merged)
 
     __call__ = searchResults
@@ -637,10 +638,11 @@ def _site_languages() -> list[str]:
 
 
 def _merge(query, kw: dict) -> dict:
-    """ZCatalog's ``merge_query_args``: a dict (or record) plus keywords."""
+    """ZCatalog's ``merge_query_args``: a dict plus keywords (a query that
+    is not a dict, such as a request, is not read)."""
     merged = {}
-    if query is not None and hasattr(query, "items"):
-        merged.update(query.items())
+    if isinstance(query, dict):
+        merged.update(query)
     merged.update(kw)
     return merged
 

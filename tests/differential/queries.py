@@ -21,6 +21,17 @@ Comparison modes:
     ZCatalog crashes inside an index (TypeError, AttributeError) on input it
     cannot handle: no caller can rely on that class, so plone_pgcatalog
     must raise too (a clear error), of any class.
+``tolerated``
+    Full text that ZCTextIndex refuses with ParseError (stray operators,
+    unbalanced parentheses, only negated terms).  plone_pgcatalog drops the
+    stray syntax instead, on purpose (README: "Where results differ"): its
+    result must be ZCatalog's result for the case named ``like`` (the
+    query as repaired; ``text-unknown-word`` where nothing is left).
+``refused``
+    ZCatalog answers, but with a result that depends on its internal
+    strategy (sorting on a KeywordIndex lists an object once per keyword);
+    plone_pgcatalog refuses the query with CatalogError, on purpose
+    (README: "Where results differ").
 
 Every mode also compares ``len`` and ``actual_result_count``; where ZCatalog
 raises a defined error (ParseError, CatalogError, ValueError...),
@@ -58,9 +69,14 @@ from typing import NamedTuple
 class Case(NamedTuple):
     name: str
     query: dict
-    mode: str  # ordered | set | count | raises
+    mode: str  # ordered | set | count | raises | tolerated | refused
     call: str = "kw"  # kw: catalog(**query); dict: catalog(query)
     empty: bool = False  # True: ZCatalog finds nothing for the Manager
+    like: str = ""  # tolerated: the case whose ZCatalog result pg gives
+    #: ZCatalog's "iterate the sort index" strategy (no limit, few distinct
+    #: sort values) counts in actual_result_count the matches it leaves out
+    #: for lack of a sort value; pg counts what it returns (README)
+    counts_dropped: bool = False
 
 
 class StemmingCase(NamedTuple):
@@ -786,7 +802,7 @@ QUERIES: list[Case] = [
     C("text-and", {"SearchableText": "renovation AND spring"}, "set"),
     C("text-implicit-and", {"SearchableText": "festival music"}, "set"),
     C("text-or", {"SearchableText": "renovation OR festival"}, "set"),
-    C("error-text-not-without-and", {"SearchableText": "festival NOT tickets"}, "set"),
+    C("error-text-not-without-and", {"SearchableText": "festival NOT tickets"}, "tolerated", like="text-and-not"),
     C("text-hyphen-not", {"SearchableText": "festival -tickets"}, "set"),
     C("text-and-not", {"SearchableText": "festival AND NOT tickets"}, "set"),
     C(
@@ -825,21 +841,21 @@ QUERIES: list[Case] = [
     C("text-stop-word", {"SearchableText": "the"}, "set"),
     C("text-stop-word-and-word", {"SearchableText": "the renovation"}, "set"),
     C("text-lower-case-operator", {"SearchableText": "renovation and spring"}, "set"),
-    C("text-lone-and", {"SearchableText": "AND"}, "set"),
-    C("text-lone-or", {"SearchableText": "OR"}, "set"),
-    C("text-lone-not", {"SearchableText": "NOT"}, "set"),
-    C("text-leading-and", {"SearchableText": "AND renovation"}, "set"),
-    C("text-trailing-or", {"SearchableText": "renovation OR"}, "set"),
-    C("text-only-not", {"SearchableText": "NOT renovation"}, "set"),
-    C("text-trailing-not", {"SearchableText": "renovation NOT"}, "set"),
-    C("text-open-parenthesis", {"SearchableText": "(renovation"}, "set"),
-    C("text-close-parenthesis", {"SearchableText": "renovation)"}, "set"),
-    C("text-empty-parentheses", {"SearchableText": "()"}, "set"),
-    C("text-lone-quote", {"SearchableText": '"'}, "set"),
+    C("text-lone-and", {"SearchableText": "AND"}, "tolerated", like="text-unknown-word"),
+    C("text-lone-or", {"SearchableText": "OR"}, "tolerated", like="text-unknown-word"),
+    C("text-lone-not", {"SearchableText": "NOT"}, "tolerated", like="text-unknown-word"),
+    C("text-leading-and", {"SearchableText": "AND renovation"}, "tolerated", like="text-word"),
+    C("text-trailing-or", {"SearchableText": "renovation OR"}, "tolerated", like="text-word"),
+    C("text-only-not", {"SearchableText": "NOT renovation"}, "tolerated", like="text-unknown-word"),
+    C("text-trailing-not", {"SearchableText": "renovation NOT"}, "tolerated", like="text-word"),
+    C("text-open-parenthesis", {"SearchableText": "(renovation"}, "tolerated", like="text-word"),
+    C("text-close-parenthesis", {"SearchableText": "renovation)"}, "tolerated", like="text-word"),
+    C("text-empty-parentheses", {"SearchableText": "()"}, "tolerated", like="text-unknown-word"),
+    C("text-lone-quote", {"SearchableText": '"'}, "tolerated", like="text-unknown-word"),
     C("text-unclosed-phrase", {"SearchableText": '"entry is'}, "set"),
-    C("text-lone-star", {"SearchableText": "*"}, "set"),
+    C("text-lone-star", {"SearchableText": "*"}, "tolerated", like="text-unknown-word"),
     C("text-leading-star", {"SearchableText": "*tion"}, "set", empty=True),
-    C("text-punctuation-only", {"SearchableText": "!!!"}, "set"),
+    C("text-punctuation-only", {"SearchableText": "!!!"}, "tolerated", like="text-unknown-word"),
     C("text-empty-string", {"SearchableText": ""}, "set", empty=True),
     C("text-unknown-word", {"SearchableText": "xylophone"}, "set", empty=True),
     C("text-list", {"SearchableText": ["renovation", "spring"]}, "set"),
@@ -1046,6 +1062,7 @@ QUERIES: list[Case] = [
         "sort-two-indexes-one-reverse",
         {"sort_on": ["review_state", "created"], "sort_order": "reverse"},
         "ordered",
+        counts_dropped=True,
     ),
     C(
         "sort-two-indexes-two-orders",
@@ -1101,7 +1118,7 @@ QUERIES: list[Case] = [
         {"sort_on": "effectiveRange", "portal_type": "Link"},
         "raises",
     ),
-    C("sort-on-keyword-index", {"sort_on": "Subject"}, "set"),
+    C("sort-on-keyword-index", {"sort_on": "Subject"}, "refused"),
     C(
         "sort-on-deleted-index",
         {"sort_on": DELETED_INDEX, "portal_type": "Link"},
@@ -1318,7 +1335,7 @@ QUERIES: list[Case] = [
         "set",
     ),
     # -- ZCatalog raises --------------------------------------------------
-    C("error-text-parse", {"SearchableText": "AND OR"}, "set"),
+    C("error-text-parse", {"SearchableText": "AND OR"}, "tolerated", like="text-unknown-word"),
     C(
         "error-bad-operator",
         {"portal_type": {"query": "Document", "operator": "xor"}},

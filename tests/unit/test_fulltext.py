@@ -34,3 +34,28 @@ def test_translation(text, expected):
 
 def test_fold_ignores_case_and_accents():
     assert fold("ÉCOLE Müller") == "ecole muller"
+
+
+def test_plone_lexicon_folding_maps_sharp_s_and_ligatures():
+    assert fold("Straße Ærø Café") == "strasse aero cafe"
+
+
+def test_a_leading_hyphen_negates_as_in_zctextindex():
+    assert to_tsquery_text("festival -tickets") == "festival & ! tickets"
+    assert to_tsquery_text('-"foo bar" baz') == "! (foo <-> bar) & baz"
+
+
+def test_operators_in_any_case():
+    assert to_tsquery_text("renovation and spring") == "renovation & spring"
+    assert to_tsquery_text("a or b") == "a | b"
+
+
+def test_question_mark_globs_match_the_prefix():
+    assert to_tsquery_text("renovatio?") == "renovatio:*"
+    assert to_tsquery_text("re*tion", "A") == "re:*A"
+
+
+def test_only_negated_terms_search_nothing():
+    for text in ("NOT renovation", "NOT (a OR b)", "-a", "-a -b"):
+        assert to_tsquery_text(text) is None, text
+    assert to_tsquery_text("a NOT (b OR c)") == "a & ! ( b | c )"

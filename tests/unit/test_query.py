@@ -98,6 +98,21 @@ def test_sort_and_batch():
     assert params[-2:] == (5, 10)
 
 
+def test_unsorted_window_counts_with_a_window_function():
+    text, _ = _sql(build_query({"portal_type": "a", "b_size": 5}, _indexes(), "/plone"))
+    assert "count(*) OVER ()" in text
+
+
+def test_b_start_without_a_window_size_is_ignored():
+    plan = build_query({"portal_type": "a", "b_start": 5}, _indexes(), "/plone")
+    assert (plan.limit, plan.offset) == (None, 0)
+
+
+def test_sorting_on_the_path_index_sorts_on_the_path():
+    text, _ = _sql(build_query({"portal_type": "a", "sort_on": "path"}, _indexes(), "/plone"))
+    assert "ORDER BY path ASC, zoid" in text
+
+
 def test_unknown_sort_index_raises_catalog_error():
     from Products.ZCatalog.Catalog import CatalogError
 
@@ -142,18 +157,15 @@ def test_an_index_with_nothing_to_do_ends_the_search():
     assert " AND FALSE" in text
 
 
-def test_not_only_first_in_plan_needs_a_value():
-    text, _ = _sql(build_query({"portal_type": {"not": "a"}}, _indexes(), "/plone"))
-    assert "(idx -> 'portal_type') IS NOT NULL AND NOT COALESCE(" in text
-    assert "EXISTS" not in text
-
-
-def test_not_only_after_another_index_keeps_objects_without_value():
-    # "Subject" comes before "portal_type" in ZCatalog's default plan.
-    text, _ = _sql(
-        build_query({"Subject": "x", "portal_type": {"not": "a"}}, _indexes(), "/plone")
-    )
-    assert "OR EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL" in text
+def test_not_only_removes_excluded_objects_or_keeps_those_with_a_value():
+    # UnIndex: every object minus those with an excluded value, or, when no
+    # object has one, the objects with a value.
+    for query in ({"portal_type": {"not": "a"}}, {"Subject": "x", "portal_type": {"not": "a"}}):
+        text, _ = _sql(build_query(query, _indexes(), "/plone"))
+        assert (
+            "NOT COALESCE((idx -> 'portal_type') = ANY(%s), FALSE) AND "
+            "((idx -> 'portal_type') IS NOT NULL OR EXISTS (SELECT 1 FROM object_state"
+        ) in text
 
 
 def test_sort_limit_is_the_window_size_from_b_start():
