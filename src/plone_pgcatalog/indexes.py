@@ -52,7 +52,6 @@ from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
 from plone_pgcatalog.pending import current_pending
-from plone_pgcatalog.query import Overlay
 from plone_pgcatalog.registry import BooleanTranslator
 from plone_pgcatalog.registry import comparable
 from plone_pgcatalog.registry import DateRangeTranslator
@@ -143,16 +142,11 @@ class _Rows:
 
 
 def _source() -> tuple[sql.Composable, tuple]:
-    # The same overlay the tool's searches read (tool._overlay).
+    # The same overlay the tool's searches read.
     pending = current_pending()
     if not pending:
         return sql.SQL("object_state"), ()
-    overlay = Overlay(
-        rows=tuple(row.as_json() for row in pending.rows.values()),
-        removed_paths=tuple(sorted(pending.removed_paths)),
-        cleared_subtrees=tuple(sorted(pending.cleared_subtrees)),
-    )
-    return overlay.source()
+    return pending.overlay().source()
 
 
 def _tool_of(context, name: str):

@@ -5,12 +5,14 @@ that savepoints, savepoint rollback and abort apply to catalog changes
 exactly as they apply to objects.  The state processor reads it during the
 commit; nothing else is written anywhere until then.
 
-Must not touch SQL or connections.
+Must not touch SQL or connections (``overlay()`` describes the changes
+for ``query.Overlay``, which builds the SQL).
 """
 
 from __future__ import annotations
 
 from plone_pgcatalog.extraction import CatalogRow
+from plone_pgcatalog.query import Overlay
 from transaction.interfaces import IDataManagerSavepoint
 from transaction.interfaces import ISavepointDataManager
 from zope.interface import implementer
@@ -92,6 +94,31 @@ class PendingCatalog:
     def __bool__(self) -> bool:
         return bool(
             self.rows or self.removed_paths or self.cleared_subtrees or self.reordered
+        )
+
+    def overlay(self) -> Overlay:
+        """These changes as searches made before the commit must see them.
+
+        Positions are read from the reordered folders now: the commit
+        writes them, and ZCatalog reads them from the folders whenever it
+        sorts.
+        """
+        positions: dict[str, dict] = {}
+        for folder_path, (folder, names) in self.reordered.items():
+            for position, id in enumerate(folder.getOrdering().idsInOrder()):
+                positions[f"{folder_path}/{id}"] = {name: position for name in names}
+        rows = []
+        for row in self.rows.values():
+            data = row.as_json()
+            if data["path"] in positions:
+                data["idx"] = {**data["idx"], **positions[data["path"]]}
+            rows.append(data)
+        return Overlay(
+            rows=tuple(rows),
+            removed_paths=tuple(sorted(self.removed_paths)),
+            cleared_subtrees=tuple(sorted(self.cleared_subtrees)),
+            reordered=tuple(sorted(self.reordered)),
+            positions=positions,
         )
 
     # -- IDataManager ---------------------------------------------------------

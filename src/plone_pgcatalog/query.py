@@ -84,22 +84,48 @@ class Overlay:
         branch still uses the catalog's indexes.
         """
         hidden = [sql.SQL("NOT zoid = ANY(%s)"), sql.SQL("NOT path = ANY(%s)")]
-        params: list = [[row["zoid"] for row in self.rows], list(self.removed_paths)]
+        hidden_params: list = [
+            [row["zoid"] for row in self.rows],
+            list(self.removed_paths),
+        ]
         for root in self.cleared_subtrees:
             clause, values = path_clause(root, -1)
             hidden.append(sql.SQL("NOT ") + clause)
-            params += values
-        # Items of reordered folders sort by their new positions.
-        idx = sql.SQL(
-            "CASE WHEN parent_path = ANY(%s)"
-            " THEN idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"
-            " ELSE idx END"
+            hidden_params += values
+        columns = "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
+        stored_rows = sql.SQL(
+            columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
         )
-        stored = sql.SQL(
-            "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
-            " FROM object_state WHERE idx IS NOT NULL AND {}"
-        ).format(idx, sql.SQL(" AND ").join(hidden))
-        params = [list(self.reordered), Jsonb(self.positions), *params]
+        if not self.reordered:
+            branches = [
+                stored_rows.format(
+                    sql.SQL("idx"), sql.SQL(" AND ").join(hidden), sql.SQL("")
+                )
+            ]
+            params = list(hidden_params)
+        else:
+            # Items of reordered folders sort by their new positions; the
+            # other rows keep ``idx`` as stored, which the indexes match.
+            branches = [
+                stored_rows.format(
+                    sql.SQL("idx"),
+                    sql.SQL(" AND ").join(hidden),
+                    sql.SQL(" AND NOT parent_path = ANY(%s)"),
+                ),
+                stored_rows.format(
+                    sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
+                    sql.SQL(" AND ").join(hidden),
+                    sql.SQL(" AND parent_path = ANY(%s)"),
+                ),
+            ]
+            reordered = list(self.reordered)
+            params = [
+                *hidden_params,
+                reordered,
+                Jsonb(self.positions),
+                *hidden_params,
+                reordered,
+            ]
         pending = sql.SQL(
             "SELECT p.zoid, p.path COLLATE \"C\", p.parent_path COLLATE \"C\","
             " p.path_depth, p.idx, {vector}"
@@ -112,7 +138,9 @@ class Overlay:
             )
         )
         params.append(Jsonb(list(self.rows)))
-        source = sql.SQL("({} UNION ALL {}) AS object_state").format(stored, pending)
+        source = sql.SQL("({}) AS object_state").format(
+            sql.SQL(" UNION ALL ").join([*branches, pending])
+        )
         return source, tuple(params)
 
 

@@ -535,6 +535,24 @@ class RecurringDateTranslator(KeywordTranslator):
                 f"index {index.getId()!r}: {value!r} is not a date"
             ) from exc
 
+    def _in_range(self, name, keys, range_spec, all_of, context):
+        clause, params = super()._in_range(name, keys, range_spec, all_of, context)
+        if all_of or not keys:
+            return clause, params
+        # Occurrences are stored sorted: an object with one in the range
+        # starts before its end and ends after its start.  Both bounds are
+        # served by B-trees on the first and last occurrence.
+        key = json_key(name)
+        bounds, values = [sql.SQL("{} IS NOT NULL").format(key)], []
+        if "min" in range_spec:
+            bounds.append(sql.SQL("({} -> -1) >= %s").format(key))
+            values.append(Jsonb(min(keys)))
+        if "max" in range_spec and max(keys):
+            bounds.append(sql.SQL("({} -> 0) <= %s").format(key))
+            values.append(Jsonb(max(keys)))
+        bounds.append(clause)
+        return sql.SQL(" AND ").join(bounds), [*values, *params]
+
     def sort_expressions(self, index):
         # ZCatalog sorts on the tuple of occurrences: the first one, then
         # the others, as Python compares tuples (PostgreSQL arrays too).

@@ -181,3 +181,23 @@ def index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
             )
         )
     return sql.SQL("; ").join(statements)
+
+
+def drop_index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
+    """``DROP`` the SQL indexes and statistics ``index_ddl`` created."""
+    expressions = _index_expressions(index_name, meta_type)
+    if not expressions:
+        return None
+    statements = []
+    for kind, _method, _expression, _predicate in expressions:
+        statements.append(
+            sql.SQL("DROP INDEX IF EXISTS {}").format(
+                sql.Identifier(sql_index_name(index_name, kind))
+            )
+        )
+        statements.append(
+            sql.SQL("DROP STATISTICS IF EXISTS {}").format(
+                sql.Identifier(sql_index_name(index_name, "s" + kind))
+            )
+        )
+    return sql.SQL("; ").join(statements)

@@ -43,9 +43,13 @@ def _move_definitions(old, new) -> None:
         if isinstance(aq_base(lexicon), PLexicon) and lexicon_id not in new:
             fresh = PLexicon(lexicon_id, lexicon.title, *lexicon._pipeline)
             new._setObject(lexicon_id, fresh, suppress_events=True)
-    for name in list(old.indexes()):
-        index = old._catalog.getIndex(name)
-        index.clear()  # definitions travel, data does not
+    if isinstance(aq_base(old), PGCatalogTool):
+        # Our catalog hands out views; the definitions are the index objects.
+        definitions = old._catalog.indexes.definitions()
+    else:
+        definitions = {name: old._catalog.getIndex(name) for name in old.indexes()}
+    for name, index in definitions.items():
+        index.clear()  # definitions travel, data does not (wrapped: lexicons)
         if name not in new.indexes():
             new.addIndex(name, aq_base(index))
     for column in old.schema():

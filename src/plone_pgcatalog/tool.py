@@ -59,6 +59,7 @@ from Products.ZCatalog.interfaces import IZCatalog
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
 
+import hashlib
 import logging
 import psycopg
 
@@ -160,9 +161,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.private
     def getIndexDefinitions(self) -> dict:
-        return {
-            name: self._catalog.getIndex(name) for name in self._catalog.indexes
-        }
+        """The ZCatalog index objects that define each index (no views)."""
+        return self._catalog.indexes.definitions()
 
     @property
     def Indexes(self):
@@ -204,7 +204,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_indexes)
     def delIndex(self, name: str) -> None:
+        meta_type = self._catalog.indexes[name].meta_type
         self._catalog.delIndex(name)
+        self._defer_index_drop(name, meta_type)
 
     @security.protected(manage_zcatalog_indexes)
     def manage_addIndex(self, name, type, extra=None, REQUEST=None, RESPONSE=None,
@@ -265,7 +267,31 @@ class PGCatalogTool(UniqueObject, Folder):
         storage.defer_startup_action(
             create_index,
             f"plone_pgcatalog index {name}",
-            version=schema.sql_index_name(name) + ":" + meta_type,
+            # A new DDL text (a new version of this add-on) runs again.
+            version=hashlib.sha1(ddl.as_string().encode()).hexdigest(),
+        )
+
+    def _defer_index_drop(self, name: str, meta_type: str) -> None:
+        """Drop the SQL indexes of a deleted catalog index at the next commit.
+
+        The values stay in ``idx`` until objects are cataloged again; no
+        query reads them, as no index definition names them.
+        """
+        ddl = schema.drop_index_ddl(name, meta_type)
+        if ddl is None or self._p_jar is None and aq_parent(self) is None:
+            return
+        storage = self._storage()
+        processor.register(storage)
+
+        def drop_index(dsn: str) -> None:
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '30s'")
+                conn.execute(ddl)
+
+        storage.defer_startup_action(
+            drop_index,
+            f"plone_pgcatalog drop index {name}",
+            version=hashlib.sha1(ddl.as_string().encode()).hexdigest(),
         )
 
     @security.private
@@ -439,7 +465,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
     def _search(self, query: dict, match_all: bool = False) -> LazyResults:
         pending = current_pending()
-        overlay = _overlay(pending)
+        overlay = pending.overlay() if pending else Overlay()
         plan = build_query(
             query,
             self.getIndexDefinitions(),
@@ -574,9 +600,8 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(search_zcatalog)
     def getIndexDataForRID(self, rid: int) -> dict:
-        """Index values of one row as stored (ZCatalog: the index entries)."""
-        idx, _ = self._row_data(rid)
-        return {name: idx.get(name, "") for name in self._catalog.indexes}
+        """What each index holds for one row, in ZCatalog's forms."""
+        return index_data(self._catalog.indexes, rid=rid)
 
     @security.protected(search_zcatalog)
     def getMetadataForRID(self, rid: int) -> dict:
@@ -597,31 +622,6 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getobject(self, rid: int, REQUEST=None):
         return self.unrestrictedTraverse(self.getpath(rid))
-
-
-def _overlay(pending) -> Overlay:
-    """This transaction's catalog changes, for searches made before commit."""
-    if not pending:
-        return Overlay()
-    # Positions as the reordered folders give them now (the commit writes
-    # them; ZCatalog reads them from the folders whenever it sorts).
-    positions: dict[str, dict] = {}
-    for folder_path, (folder, names) in pending.reordered.items():
-        for position, id in enumerate(folder.getOrdering().idsInOrder()):
-            positions[f"{folder_path}/{id}"] = {name: position for name in names}
-    rows = []
-    for row in pending.rows.values():
-        data = row.as_json()
-        if data["path"] in positions:
-            data["idx"] = {**data["idx"], **positions[data["path"]]}
-        rows.append(data)
-    return Overlay(
-        rows=tuple(rows),
-        removed_paths=tuple(sorted(pending.removed_paths)),
-        cleared_subtrees=tuple(sorted(pending.cleared_subtrees)),
-        reordered=tuple(sorted(pending.reordered)),
-        positions=positions,
-    )
 
 
 def _site_languages() -> list[str]:

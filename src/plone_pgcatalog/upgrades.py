@@ -21,14 +21,22 @@ logger = logging.getLogger(__name__)
 
 
 def to_2(setup_tool) -> None:
-    """1 → 2: SearchableText is stored as exact words and stems.
+    """1 → 2: SearchableText is stored as exact words and stems; new SQL
+    indexes (text ranges, Title/Description words, occurrences).
 
     Rows written by version 1 hold unweighted words that queries of
-    version 2 do not match: catalog every object again.
+    version 2 do not match: catalog every object again.  Version 1 kept a
+    DateRecurringIndex in one B-tree over all occurrences, which fails past
+    a few hundred of them: it is dropped, then every SQL index is created
+    as version 2 defines it (both before the rows are written).
     """
     site = aq_parent(aq_inner(setup_tool))
     catalog = getToolByName(site, "portal_catalog")
     if not IPGCatalogTool.providedBy(catalog):
         return
+    for name, index in catalog.getIndexDefinitions().items():
+        if index.meta_type == "DateRecurringIndex":
+            catalog._defer_index_drop(name, index.meta_type)
+    catalog.ensure_sql_indexes()
     catalog.clearFindAndRebuild()
     logger.info("plone_pgcatalog 2: %d objects cataloged again", len(catalog))

@@ -84,3 +84,23 @@ def test_an_index_type_without_translator_is_refused_clearly(pg_layer):
     catalog.addIndex("title_initial", InitialIndex("title_initial", extra=Extra()))
     with pytest.raises(UnknownIndexError, match="'title_initial'.*'InitialIndex'"):
         catalog.unrestrictedSearchResults(title_initial="a")
+
+
+def test_deleting_an_index_drops_its_sql_indexes(pg_layer):
+    from plone_pgcatalog import schema
+    from plone_pgcatalog.connection import ddl_connection
+
+    portal = pg_layer["portal"]
+    catalog = portal.portal_catalog
+    name = schema.sql_index_name("portal_type")
+
+    def exists():
+        with ddl_connection(catalog) as conn:
+            return conn.execute(
+                "SELECT count(*) FROM pg_indexes WHERE indexname = %s", (name,)
+            ).fetchone()[0]
+
+    assert exists() == 1
+    catalog.delIndex("portal_type")
+    transaction.commit()
+    assert exists() == 0

@@ -29,7 +29,8 @@ def _stored_positions(folder) -> dict[str, int]:
     catalog = api.portal.get_tool("portal_catalog")
     path = "/".join(folder.getPhysicalPath())
     return {
-        brain.getId: catalog.getIndexDataForRID(brain.getRID())["getObjPositionInParent"]
+        # What the catalog stores (ZCatalog's GopipIndex stores nothing).
+        brain.getId: catalog._row_data(brain.getRID())[0]["getObjPositionInParent"]
         for brain in catalog.unrestrictedSearchResults(path={"query": path, "depth": 1})
     }
 
