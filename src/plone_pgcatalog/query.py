@@ -24,6 +24,7 @@ from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import json_key
 from plone_pgcatalog.schema import searchable_vector
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
+from Products.PluginIndexes.interfaces import IQueryIndex
 from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -158,6 +159,8 @@ class SearchSQL:
     score_params: tuple = ()
     source: sql.Composable = field(default_factory=lambda: _TABLE)
     source_params: tuple = ()
+    #: ``(start, stop)`` to cut from the whole result, for negative batches
+    python_slice: tuple[int, int] | None = None
 
     @property
     def windowed(self) -> bool:
@@ -215,17 +218,25 @@ def _as_list(value) -> list:
 
 
 def _reverse(order) -> bool:
-    return str(order).lower() in ("reverse", "descending")
+    if not isinstance(order, str):
+        raise QueryError(f"sort_order: {order!r} is not a string")
+    return order.lower() in ("reverse", "descending")
+
+
+#: PostgreSQL's LIMIT and OFFSET are bigints.
+_BIGGEST = 2**63 - 1
 
 
 def _int(query: dict, key: str, default):
+    """A batch argument as ZCatalog reads it (``int()``)."""
     value = query.get(key, default)
-    if value is None or value == "":
+    if value is None:
         return default
     try:
-        return int(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{key}: {value!r} is not an integer") from exc
+        number = int(value)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise QueryError(f"{key}: {value!r} is not an integer") from exc
+    return max(min(number, _BIGGEST), -_BIGGEST)
 
 
 def _sort_attr(query: dict, name: str):
@@ -245,16 +256,23 @@ def query_names(index) -> tuple[str, ...]:
 
 
 def _canonical(query: dict) -> dict:
-    """Lists and tuples sorted, as ZCatalog's ``make_query`` sorts them."""
+    """Lists and tuples sorted, as ZCatalog's ``make_query`` sorts them.
+
+    ZCatalog sorts every list, sort and batch arguments too (after it has
+    read ``sort_on`` and ``sort_order`` in their given order): values that
+    cannot be compared fail there.
+    """
     canonical = {}
     for key, value in query.items():
-        if isinstance(value, (list, tuple)) and key not in _NOT_A_QUERY:
+        if isinstance(value, (list, tuple)):
             try:
-                value = sorted(value)
+                ordered = sorted(value)
             except TypeError as exc:
                 raise QueryError(
                     f"index {key!r}: the values {value!r} cannot be compared"
                 ) from exc
+            if key not in _NOT_A_QUERY:
+                value = ordered
         canonical[key] = value
     return canonical
 
@@ -304,6 +322,11 @@ def build_query(
     score = None
     score_params: tuple = ()
     for position, (name, index, query_name) in enumerate(plan):
+        if not IQueryIndex.providedBy(aq_base(index)):
+            # ZCatalog asks such an index (GopipIndex) to ``_apply_index``,
+            # which finds nothing to do: the search has no results.
+            clauses.append(sql.SQL("FALSE"))
+            continue
         translator = get_translator(index.meta_type)
         if translator is None:
             raise UnknownIndexError(
@@ -345,14 +368,17 @@ def build_query(
         # sorted on an index.
         order_by = sql.SQL("score DESC, zoid")
 
-    b_start = max(_int(query, "b_start", 0), 0)
     b_size = _int(query, "b_size", None)
-    if b_size is None:
+    if b_size is None and _sort_attr(query, "limit"):
         # ZCatalog: ``sort_limit`` stands for ``b_size`` when there is none.
-        limit = {"sort_limit": _sort_attr(query, "limit")}
-        b_size = _int(limit, "sort_limit", None) or None
-    if b_size is None:
-        b_start = 0  # ZCatalog ignores b_start without a window size
+        b_size = _int({"sort_limit": _sort_attr(query, "limit")}, "sort_limit", None)
+    # ZCatalog reads b_start only for a window, and slices its result list
+    # with it: negative values count from the end, done here in Python.
+    b_start = _int(query, "b_start", 0) if b_size is not None else 0
+    python_slice = None
+    if b_size is not None and (b_start < 0 or b_size < 0):
+        python_slice = (b_start, b_start + b_size)
+        b_start, b_size = 0, None
     source, source_params = (overlay.source() if overlay else (_TABLE, ()))
     return SearchSQL(
         where=sql.SQL(" AND ").join(clauses),
@@ -360,6 +386,7 @@ def build_query(
         order_by=order_by,
         limit=b_size,
         offset=b_start,
+        python_slice=python_slice,
         score=score,
         score_params=score_params,
         source=source,

@@ -33,6 +33,7 @@ from zope.component import queryUtility
 from zope.interface import implementer
 
 import datetime
+import math
 
 
 
@@ -74,6 +75,31 @@ def comparable(value):
     return str(value)
 
 
+def query_value(index_name: str, value):
+    """Check one query value before it is converted and bound.
+
+    Raises ``QueryError`` naming the index and the value for what ZCatalog
+    cannot look up (lists, dicts and sets are unhashable there) and for
+    what no index can hold: PostgreSQL text and JSON admit no NUL character
+    nor unpaired surrogates, JSON no NaN or infinity.
+    """
+    if isinstance(value, (list, dict, set)):
+        raise QueryError(f"index {index_name!r}: {value!r} cannot be a query value")
+    if isinstance(value, tuple):
+        for item in value:
+            query_value(index_name, item)
+    elif isinstance(value, str):
+        if "\x00" in value:
+            raise QueryError(f"index {index_name!r}: {value!r} contains a NUL character")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise QueryError(f"index {index_name!r}: {value!r} is not valid Unicode") from exc
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise QueryError(f"index {index_name!r}: {value!r} is not a finite number")
+    return value
+
+
 def _attr(index) -> str:
     names = index.getIndexSourceNames()
     return names[0] if names else index.getId()
@@ -92,6 +118,10 @@ def _bounds(json_expr, text_expr, name: str, keys: list, range_spec: str):
     As in ZCatalog, a falsy upper bound (0, "") leaves the range open
     above, and a range naming neither bound matches every value.
     """
+    if not isinstance(range_spec, str):
+        raise QueryError(f"index {name!r}: range {range_spec!r} is not a string")
+    if "min" not in range_spec and "max" not in range_spec:
+        return sql.SQL("TRUE"), []  # ZCatalog: every value, unbounded
     if not keys:
         raise QueryError(f"index {name!r}: a range query needs at least one value")
     try:
@@ -148,6 +178,7 @@ class FieldTranslator:
 
     def convert(self, index, value):
         """The stored form of a value, as the ZCatalog index converts it."""
+        query_value(index.getId(), value)
         return comparable(index._convert(value, default=value))
 
     def extract(self, index, obj):
@@ -205,7 +236,13 @@ class DateTranslator(FieldTranslator):
     """DateIndex: minutes as ZCatalog's DateIndex computes them (an int)."""
 
     def convert(self, index, value):
-        converted = index._convert(value, default=None)
+        query_value(index.getId(), value)
+        try:
+            converted = index._convert(value, default=None)
+        except (DateTimeError, TypeError, ValueError, OverflowError) as exc:
+            raise QueryError(
+                f"index {index.getId()!r}: {value!r} is not a date"
+            ) from exc
         if converted is None:
             raise QueryError(f"index {index.getId()!r}: {value!r} is not a date")
         return converted
@@ -290,6 +327,7 @@ class KeywordTranslator:
 
     def convert(self, index, value):
         """The stored form of one query value."""
+        query_value(index.getId(), value)
         return comparable(value)
 
     def where(self, index, query, context):
@@ -418,7 +456,12 @@ class TextTranslator:
 
     def _tsquery(self, index, query, context):
         """``(tsquery expression, params)`` of the query, or None."""
-        text = " ".join(str(key) for key in query.keys if key)
+        for key in query.keys:
+            if not isinstance(key, str):
+                raise QueryError(
+                    f"index {index.getId()!r}: {key!r} is not a text to search"
+                )
+        text = " ".join(key for key in query.keys if key)
         if index.getId() != "SearchableText":
             tsquery = to_tsquery_text(text)
             if tsquery is None:
@@ -528,6 +571,7 @@ class RecurringDateTranslator(KeywordTranslator):
         # DateRecurringIndex._convert: dt2int, 0 standing for "no date".
         from plone.event.utils import dt2int
 
+        query_value(index.getId(), value)
         try:
             return dt2int(value)
         except Exception as exc:  # plone.event raises several kinds

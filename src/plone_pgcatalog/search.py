@@ -57,6 +57,16 @@ def run_search(conn: psycopg.Connection, search: SearchSQL) -> Found:
     with _cursor(conn) as cursor:
         cursor.execute(statement, params)
         rows = cursor.fetchall()
+    if search.python_slice is not None:
+        # A negative batch: the whole result came, cut as ZCatalog cuts it.
+        total = len(rows)
+        rows = rows[slice(*search.python_slice)]
+    elif not search.windowed:
+        total = len(rows)
+    elif rows:
+        total = rows[0][-1]
+    else:
+        total = _count(conn, search)
     ids = [(row[0], row[1]) for row in rows]
     scores = None
     if search.score is not None:
@@ -65,12 +75,6 @@ def run_search(conn: psycopg.Connection, search: SearchSQL) -> Found:
             (score, int(100.0 * score / best) if best else 100)
             for _, _, score, best, *_ in rows
         ]
-    if not search.windowed:
-        total = len(rows)
-    elif rows:
-        total = rows[0][-1]
-    else:
-        total = _count(conn, search)
     return Found(ids, total, scores)
 
 
