@@ -9,6 +9,9 @@ Must not import anything else from this package.
 
 from __future__ import annotations
 
+from DateTime.interfaces import DateError as DateTimeDateError
+from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
+from DateTime.interfaces import TimeError as DateTimeTimeError
 from Products.ZCatalog.Catalog import CatalogError
 
 
@@ -26,3 +29,32 @@ class UnknownIndexError(PGCatalogError, CatalogError):
 
 class QueryError(PGCatalogError, ValueError):
     """A query value cannot be translated; the message names index and value."""
+
+
+class DateSyntaxError(QueryError, DateTimeSyntaxError):
+    """A query date DateTime cannot parse (also DateTime's SyntaxError)."""
+
+
+class InvalidDateError(QueryError, DateTimeDateError):
+    """A query date that does not exist (also DateTime's DateError)."""
+
+
+class InvalidTimeError(QueryError, DateTimeTimeError):
+    """A query time that does not exist (also DateTime's TimeError)."""
+
+
+def date_error(index_name: str, value, cause: Exception | None = None) -> QueryError:
+    """The error for a query date of ``index_name`` that is not one.
+
+    Of DateTime's own class where DateTime refused it, so that callers
+    catching DateTime's errors (as ZCatalog lets them through) still do.
+    """
+    message = f"index {index_name!r}: {value!r} is not a date"
+    for base, error in (
+        (DateTimeSyntaxError, DateSyntaxError),
+        (DateTimeDateError, InvalidDateError),
+        (DateTimeTimeError, InvalidTimeError),
+    ):
+        if isinstance(cause, base):
+            return error(message)
+    return QueryError(message)

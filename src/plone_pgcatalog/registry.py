@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from DateTime import DateTime
 from DateTime.interfaces import DateTimeError
+from plone_pgcatalog.errors import date_error
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.fulltext import index_text
 from plone_pgcatalog.fulltext import to_tsquery_text
@@ -240,9 +241,7 @@ class DateTranslator(FieldTranslator):
         try:
             converted = index._convert(value, default=None)
         except (DateTimeError, TypeError, ValueError, OverflowError) as exc:
-            raise QueryError(
-                f"index {index.getId()!r}: {value!r} is not a date"
-            ) from exc
+            raise date_error(index.getId(), value, exc) from exc
         if converted is None:
             raise QueryError(f"index {index.getId()!r}: {value!r} is not a date")
         return converted
@@ -398,7 +397,7 @@ class DateRangeTranslator:
         try:
             minutes = datetime_to_minutes(query.keys[0], index.precision_value)
         except (TypeError, ValueError, OverflowError, DateTimeError) as exc:
-            raise QueryError(f"index {name!r}: {query.keys[0]!r} is not a date") from exc
+            raise date_error(name, query.keys[0], exc) from exc
         if minutes is None:
             raise QueryError(f"index {name!r}: {query.keys[0]!r} is not a date")
         moment = index._convertDateTime(query.keys[0])
@@ -575,9 +574,7 @@ class RecurringDateTranslator(KeywordTranslator):
         try:
             return dt2int(value)
         except Exception as exc:  # plone.event raises several kinds
-            raise QueryError(
-                f"index {index.getId()!r}: {value!r} is not a date"
-            ) from exc
+            raise date_error(index.getId(), value, exc) from exc
 
     def _in_range(self, name, keys, range_spec, all_of, context):
         clause, params = super()._in_range(name, keys, range_spec, all_of, context)

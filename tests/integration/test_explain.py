@@ -120,6 +120,13 @@ _BEFORE_2020 = (
     "years, nearly every object"
 )
 
+_KEYWORD_RANGE = (
+    "a range over a KeywordIndex asks for objects with some keyword in the "
+    "range: no index on the keyword arrays answers that, and two B-trees "
+    "per keyword index would tax every write for a query form Plone never "
+    "sends"
+)
+
 #: Shapes whose plans may read the whole catalog, and why.
 FULL_SCAN_SHAPES: dict[str, str] = {
     "empty-query": _EVERYTHING,
@@ -170,7 +177,6 @@ FULL_SCAN_SHAPES: dict[str, str] = {
     "review_state-not-published": _NOT,
     "Creator-not": _NOT,
     "Subject-not": _NOT + " (every object with keywords)",
-    "text-only-not": "'NOT word' alone: every object without the word",
     "portal_type-range-min": "a range open above 'Link': most type names "
     "sort after it",
     "sortable_title-range-min-sorted": "titles from 'm' on: half of them",
@@ -188,6 +194,19 @@ FULL_SCAN_SHAPES: dict[str, str] = {
     "2000, a third of the catalog",
     "expires-min-far": "objects that never expire carry the far-future "
     "default: nearly all",
+    "Subject-unknown-range-name": "a range naming neither bound: every "
+    "object with keywords (ZCatalog walks all of them too)",
+    "created-unknown-range-name": "a range naming neither bound: every "
+    "object with a creation date",
+}
+
+#: Shapes no SQL index serves, on purpose, and why (README: "Where results
+#: differ").  Their plans read the catalog through the site path; the
+#: shapes are not used by Plone or the add-ons we know of.
+UNINDEXED_SHAPES: dict[str, str] = {
+    "Subject-range-min": _KEYWORD_RANGE,
+    "Subject-range-max": _KEYWORD_RANGE,
+    "Subject-range-min-max": _KEYWORD_RANGE,
 }
 
 
@@ -547,6 +566,9 @@ def test_query_reads_the_catalog_through_an_index(explained, pg, name, user):
     problems = _problems(pg, recorded, explained.partial)
     if problems and name in FULL_SCAN_SHAPES:
         return  # justified, and checked by the next test
+    if problems and name in UNINDEXED_SHAPES:
+        return  # justified: not index-served on purpose
+    assert name not in UNINDEXED_SHAPES, f"{name!r} is index-served now"
     assert not problems, "\n\n".join(problems)
 
 
