@@ -73,3 +73,22 @@ def pg_layer():
 def zcatalog_layer():
     """The same site with stock ZCatalog (the oracle), per test."""
     yield from run_in(_zc_layer())
+
+
+def collect_in(layer_name: str, collect):
+    """``collect(layer)`` run inside the ``pg`` or ``zcatalog`` test layer.
+
+    For differential tests: build content and record results in one site,
+    then in the other, and compare what the two calls return.
+    """
+    from plone_pgcatalog import testing
+
+    layer = {
+        "pg": testing.PGCATALOG_FUNCTIONAL_TESTING,
+        "zcatalog": testing.ZCATALOG_FUNCTIONAL_TESTING,
+    }[layer_name]
+    runner = run_in(layer)
+    try:
+        return collect(next(runner))
+    finally:
+        runner.close()

@@ -248,28 +248,8 @@ class PGCatalogTool(UniqueObject, Folder):
         return connection._storage_instance(self)._main
 
     def _defer_index_ddl(self, name: str, meta_type: str) -> None:
-        """Create the SQL index of a catalog index at the next commit.
-
-        DDL cannot run inside this request's read snapshot; zodb-pgjsonb
-        runs deferred actions at the start of the next write transaction.
-        """
-        ddl = schema.index_ddl(name, meta_type)
-        if ddl is None or self._p_jar is None and aq_parent(self) is None:
-            return
-        storage = self._storage()
-        processor.register(storage)
-
-        def create_index(dsn: str) -> None:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("SET lock_timeout = '30s'")
-                conn.execute(ddl)
-
-        storage.defer_startup_action(
-            create_index,
-            f"plone_pgcatalog index {name}",
-            # A new DDL text (a new version of this add-on) runs again.
-            version=hashlib.sha1(ddl.as_string().encode()).hexdigest(),
-        )
+        """Create the SQL indexes of a catalog index at the next commit."""
+        self._defer_ddl(schema.index_ddl(name, meta_type), f"index {name}")
 
     def _defer_index_drop(self, name: str, meta_type: str) -> None:
         """Drop the SQL indexes of a deleted catalog index at the next commit.
@@ -277,20 +257,30 @@ class PGCatalogTool(UniqueObject, Folder):
         The values stay in ``idx`` until objects are cataloged again; no
         query reads them, as no index definition names them.
         """
-        ddl = schema.drop_index_ddl(name, meta_type)
+        # The same source as the creation: zodb-pgjsonb remembers the last
+        # version per source, so adding the index again creates it again.
+        self._defer_ddl(schema.drop_index_ddl(name, meta_type), f"index {name}")
+
+    def _defer_ddl(self, ddl, label: str) -> None:
+        """Run ``ddl`` when the next write transaction begins.
+
+        DDL cannot run inside this request's read snapshot; zodb-pgjsonb
+        runs deferred actions at the start of the next write transaction,
+        once per version: the DDL's text, so a new version of it runs again.
+        """
         if ddl is None or self._p_jar is None and aq_parent(self) is None:
             return
         storage = self._storage()
         processor.register(storage)
 
-        def drop_index(dsn: str) -> None:
+        def run(dsn: str) -> None:
             with psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("SET lock_timeout = '30s'")
                 conn.execute(ddl)
 
         storage.defer_startup_action(
-            drop_index,
-            f"plone_pgcatalog drop index {name}",
+            run,
+            f"plone_pgcatalog {label}",
             version=hashlib.sha1(ddl.as_string().encode()).hexdigest(),
         )
 

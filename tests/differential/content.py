@@ -583,12 +583,7 @@ def build_content(portal) -> None:
     transaction.commit()
 
     # 2. Workflow, then local roles (two ways: plone.api and the OFS API).
-    for item in ITEMS:
-        obj = portal.unrestrictedTraverse(item.path)
-        if item.state == "published":
-            api.content.transition(obj=obj, transition="publish")
-        elif item.state == "pending":
-            api.content.transition(obj=obj, transition="submit")
+    apply_states(portal, ITEMS)
     transaction.commit()
     api.user.grant_roles(username=MEMBER, obj=portal.team, roles=["Editor"])
     anleitungen = portal.unrestrictedTraverse("de/anleitungen")
@@ -664,3 +659,33 @@ def change_without_commit(portal) -> None:
     api.user.grant_roles(
         username=MEMBER, obj=portal.unrestrictedTraverse(RYW_SHARED), roles=["Reader"]
     )
+
+
+def become(portal, user: str) -> None:
+    """Log in as one of the suite's users: manager, member or anonymous."""
+    from plone.app.testing import login
+    from plone.app.testing import logout
+    from plone.app.testing import setRoles
+    from plone.app.testing import TEST_USER_ID
+    from plone.app.testing import TEST_USER_NAME
+
+    if user == "manager":
+        login(portal, TEST_USER_NAME)
+        setRoles(portal, TEST_USER_ID, ["Manager"])
+    elif user == "member":
+        login(portal, MEMBER)
+    else:
+        logout()
+
+
+def apply_states(portal, items) -> None:
+    """Move each item (with ``path`` and ``state``) to its workflow state
+    through simple_publication_workflow's transitions."""
+    from plone import api
+
+    for item in items:
+        obj = portal.unrestrictedTraverse(item.path)
+        if item.state == "published":
+            api.content.transition(obj=obj, transition="publish")
+        elif item.state == "pending":
+            api.content.transition(obj=obj, transition="submit")

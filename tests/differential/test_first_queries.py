@@ -11,7 +11,7 @@ from plone import api
 from plone.app.testing import logout
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from tests.conftest import run_in
+from tests.conftest import collect_in
 
 import pytest
 import transaction
@@ -88,17 +88,7 @@ def run_queries(layer, as_anonymous: bool) -> dict:
 
 
 def results_in(layer_name: str, as_anonymous: bool) -> dict:
-    from plone_pgcatalog import testing
-
-    layer = {
-        "pg": testing.PGCATALOG_FUNCTIONAL_TESTING,
-        "zcatalog": testing.ZCATALOG_FUNCTIONAL_TESTING,
-    }[layer_name]
-    runner = run_in(layer)
-    try:
-        return run_queries(next(runner), as_anonymous)
-    finally:
-        runner.close()
+    return collect_in(layer_name, lambda layer: run_queries(layer, as_anonymous))
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from Acquisition import Implicit
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from tests.conftest import run_in
+from tests.conftest import collect_in
 
 import pytest
 import random
@@ -393,17 +393,7 @@ def run_queries(layer) -> dict:
 
 
 def results_in(layer_name: str) -> dict:
-    from plone_pgcatalog import testing
-
-    layer = {
-        "pg": testing.PGCATALOG_FUNCTIONAL_TESTING,
-        "zcatalog": testing.ZCATALOG_FUNCTIONAL_TESTING,
-    }[layer_name]
-    runner = run_in(layer)
-    try:
-        return run_queries(next(runner))
-    finally:
-        runner.close()
+    return collect_in(layer_name, run_queries)
 
 
 @pytest.fixture(scope="module")

@@ -14,16 +14,11 @@ through ``portal_catalog`` as Plone calls it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from plone.app.testing import login
-from plone.app.testing import logout
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
-from plone.app.testing import TEST_USER_NAME
 from tests.conftest import run_in
 from tests.differential.content import build_content
+from tests.differential.content import become
 from tests.differential.content import change_without_commit
 from tests.differential.content import ITEMS
-from tests.differential.content import MEMBER
 from tests.differential.queries import QUERIES
 from tests.differential.queries import STEMMING_QUERIES
 from tests.differential.queries import UNCOMMITTED_QUERIES
@@ -51,16 +46,6 @@ class Outcome:
         if self.error:
             return f"raised {self.error[0]}: {self.message}"
         return f"{self.length} of {self.total}: {list(self.paths)[:20]}"
-
-
-def _become(portal, user: str) -> None:
-    if user == "manager":
-        login(portal, TEST_USER_NAME)
-        setRoles(portal, TEST_USER_ID, ["Manager"])
-    elif user == "member":
-        login(portal, MEMBER)
-    else:
-        logout()
 
 
 def _run(catalog, query: dict, call: str) -> Outcome:
@@ -122,7 +107,7 @@ def _run_uncommitted(portal, catalog) -> dict:
         }
     records = {}
     for user in USERS:
-        _become(portal, user)
+        become(portal, user)
         for case in UNCOMMITTED_QUERIES:
             records[(case.name, user)] = _run(catalog, case.query, case.call)
     return records
@@ -137,13 +122,13 @@ def _record(layer) -> dict:
         catalog = portal.portal_catalog
         records: dict = {}
         for user in USERS:
-            _become(portal, user)
+            become(portal, user)
             records[("visible", user)] = _run(catalog, {}, "kw")
             for case in QUERIES:
                 records[(case.name, user)] = _run(catalog, case.query, case.call)
             for case in STEMMING_QUERIES:
                 records[(case.name, user)] = _run(catalog, case.query, "kw")
-        _become(portal, "manager")
+        become(portal, "manager")
         for name in UNIQUE_VALUES_INDEXES:
             records[("unique", name)] = _unique_values(catalog, name)
         records.update(_run_uncommitted(portal, catalog))

@@ -62,6 +62,7 @@ from pathlib import Path
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from tests.conftest import run_in
+from tests.differential.content import apply_states
 from tests.unit.test_bad_input_translation import bad_values
 from tests.unit.test_bad_input_translation import hostile_text
 from tests.unit.test_bad_input_translation import index_query
@@ -200,12 +201,7 @@ def build_content(portal) -> None:
         )
         IMutableUUID(obj).set(uid_of(item.path))
     transaction.commit()
-    for item in ITEMS:
-        obj = portal.unrestrictedTraverse(item.path)
-        if item.state == "published":
-            api.content.transition(obj=obj, transition="publish")
-        elif item.state == "pending":
-            api.content.transition(obj=obj, transition="submit")
+    apply_states(portal, ITEMS)
     transaction.commit()
     # Dates last, so that the steps above cannot change them.
     names = list(portal.portal_catalog.indexes())

@@ -73,15 +73,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
-from plone.app.testing import login
-from plone.app.testing import logout
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
-from plone.app.testing import TEST_USER_NAME
 from psycopg import sql
 from tests.conftest import run_in
+from tests.differential.content import become
 from tests.differential.content import change_without_commit
-from tests.differential.content import MEMBER
 from tests.differential.queries import QUERIES
 from tests.differential.queries import UNCOMMITTED_QUERIES
 from tests.differential.test_first_queries import QUERIES as FIRST_QUERIES
@@ -328,16 +323,6 @@ class Recorded:
         return found
 
 
-def _become(portal, user: str) -> None:
-    if user == "manager":
-        login(portal, TEST_USER_NAME)
-        setRoles(portal, TEST_USER_ID, ["Manager"])
-    elif user == "member":
-        login(portal, MEMBER)
-    else:
-        logout()
-
-
 def _record(catalog, query: dict, call: str) -> Recorded:
     """Search as Plone does; keep the tool's SQL instead of running it."""
     from plone_pgcatalog import search
@@ -411,14 +396,14 @@ def explained():
         catalog = portal.portal_catalog
         recorded = {}
         for user in USERS:
-            _become(portal, user)
+            become(portal, user)
             for name, query, call in SHAPES:
                 recorded[(name, user)] = _record(catalog, query, call)
-        _become(portal, "manager")
+        become(portal, "manager")
         change_without_commit(portal)
         uncommitted = {}
         for user in USERS:
-            _become(portal, user)
+            become(portal, user)
             for case in UNCOMMITTED_QUERIES:
                 uncommitted[(case.name, user)] = _record(catalog, case.query, case.call)
         transaction.abort()

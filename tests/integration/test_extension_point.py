@@ -86,7 +86,7 @@ def test_an_index_type_without_translator_is_refused_clearly(pg_layer):
         catalog.unrestrictedSearchResults(title_initial="a")
 
 
-def test_deleting_an_index_drops_its_sql_indexes(pg_layer):
+def test_deleting_an_index_drops_its_sql_indexes_and_adding_it_creates_them(pg_layer):
     from plone_pgcatalog import schema
     from plone_pgcatalog.connection import ddl_connection
 
@@ -105,6 +105,9 @@ def test_deleting_an_index_drops_its_sql_indexes(pg_layer):
         catalog.delIndex("portal_type")
         transaction.commit()
         assert exists() == 0
+        catalog.addIndex("portal_type", FieldIndex("portal_type"))
+        transaction.commit()
+        assert exists() == 1
     finally:
         # Tests share the database's DDL (each restores rows only).
         with ddl_connection(catalog) as conn:

@@ -25,7 +25,7 @@ from DateTime import DateTime
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from tests.conftest import run_in
+from tests.conftest import collect_in
 
 import pytest
 import pytz
@@ -323,17 +323,7 @@ def collect(layer) -> dict:
 
 
 def results_in(layer_name: str) -> dict:
-    from plone_pgcatalog import testing
-
-    layer = {
-        "pg": testing.PGCATALOG_FUNCTIONAL_TESTING,
-        "zcatalog": testing.ZCATALOG_FUNCTIONAL_TESTING,
-    }[layer_name]
-    runner = run_in(layer)
-    try:
-        return collect(next(runner))
-    finally:
-        runner.close()
+    return collect_in(layer_name, collect)
 
 
 @pytest.fixture(scope="module")
