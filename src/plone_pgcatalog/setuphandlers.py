@@ -5,7 +5,11 @@ Owns: replacing Plone's ZCatalog-based ``portal_catalog`` by
 keeping every index definition, lexicon and metadata column that
 catalog.xml files declared, re-registering the tool as the site's
 ``ICatalogTool`` utility and in the GenericSetup toolset, and cataloging
-the site's content.
+the site's content.  Definitions move empty and bound to the new tool
+(lexicons fresh, a GopipIndex given the new tool's catalog): nothing the
+new tool reaches holds the old one's data, which becomes unreferenced and
+leaves the ZODB at the next pack.  The old tool's rows of the site leave
+PostgreSQL at the uninstall's commit.
 
 Must not build SQL: the tool's API does the catalog work.
 """
@@ -48,10 +52,21 @@ def _move_definitions(old, new) -> None:
         definitions = old._catalog.indexes.definitions()
     else:
         definitions = {name: old._catalog.getIndex(name) for name in old.indexes()}
+    old_catalog = aq_base(old._catalog)
     for name, index in definitions.items():
-        index.clear()  # definitions travel, data does not (wrapped: lexicons)
-        if name not in new.indexes():
-            new.addIndex(name, aq_base(index))
+        if name in new.indexes():
+            continue
+        index = aq_base(index)
+        # An index that holds its catalog (GopipIndex) would keep the old
+        # one, and all its data, alive in the ZODB: give it the new one.
+        # (Reading the attribute wraps it: compare the bare objects.)
+        if aq_base(getattr(index, "catalog", None)) is old_catalog:
+            index.catalog = aq_base(new._catalog)
+        new.addIndex(name, index)
+        # Definitions travel, data does not.  Cleared in the new tool, so
+        # that a ZCTextIndex binds the new (empty) lexicon, not the old one
+        # and its words.
+        index.__of__(new).clear()
     for column in old.schema():
         if column not in new.schema():
             new.addColumn(column)
