@@ -67,3 +67,18 @@ def ddl_connection(context):
     with psycopg.connect(storage_dsn(context), autocommit=True) as conn:
         conn.execute("SET lock_timeout = '30s'")
         yield conn
+
+
+def join_transaction(context) -> None:
+    """Make ``context``'s ZODB connection take part in the current commit.
+
+    A ZODB connection joins a transaction when its first object changes;
+    catalog changes alone (a reindex of an unchanged object, a removal)
+    must reach the storage's commit too, where the state processor writes
+    them, without storing any object.  ``_needs_to_join`` is the flag ZODB's
+    ``Connection.register`` uses for the same purpose.
+    """
+    jar = _jar(context)
+    if getattr(jar, "_needs_to_join", False):
+        jar.transaction_manager.get().join(jar)
+        jar._needs_to_join = False

@@ -10,6 +10,7 @@ Must not touch SQL or connections.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import replace
 from plone_pgcatalog import metadata
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.interfaces import MISSING
@@ -87,6 +88,107 @@ def metadata_values(columns, wrapped) -> dict:
             value = value()
         values[column] = metadata.encode(value)
     return values
+
+
+@dataclass(frozen=True)
+class CatalogPatch:
+    """A partial reindex (``idxs``): some index values, merged at commit
+    into the stored row with a JSONB merge, without storing the object."""
+
+    zoid: int
+    path: str
+    #: new values of the reindexed indexes that have one
+    values: dict
+    #: reindexed indexes without a value now (their keys are removed)
+    removed: tuple[str, ...]
+    #: metadata: written when ``update_metadata`` or the row is new
+    meta: dict
+    update_metadata: bool
+    #: SearchableText was reindexed: its words and their configuration
+    text_given: bool = False
+    searchable_text: str | None = None
+    text_config: str = "simple"
+
+    @property
+    def parent_path(self) -> str:
+        return self.path.rsplit("/", 1)[0] or "/"
+
+    @property
+    def path_depth(self) -> int:
+        return path_depth(self.path)
+
+    def merged_into(self, row: CatalogRow) -> CatalogRow:
+        """``row`` with this patch applied (for a row still pending)."""
+        idx = {k: v for k, v in row.idx.items() if k not in self.removed}
+        idx.update(self.values)
+        return replace(
+            row,
+            idx=idx,
+            meta=self.meta if self.update_metadata else row.meta,
+            searchable_text=(
+                self.searchable_text if self.text_given else row.searchable_text
+            ),
+            text_config=self.text_config if self.text_given else row.text_config,
+        )
+
+    def then(self, later: CatalogPatch) -> CatalogPatch:
+        """This patch followed by ``later`` as one patch."""
+        values = {k: v for k, v in self.values.items() if k not in later.removed}
+        values.update(later.values)
+        removed = (set(self.removed) - set(later.values)) | set(later.removed)
+        return replace(
+            later,
+            values=values,
+            removed=tuple(sorted(removed)),
+            meta=later.meta if later.update_metadata else self.meta,
+            update_metadata=self.update_metadata or later.update_metadata,
+            text_given=self.text_given or later.text_given,
+            searchable_text=(
+                later.searchable_text if later.text_given else self.searchable_text
+            ),
+            text_config=later.text_config if later.text_given else self.text_config,
+        )
+
+    def as_json(self) -> dict:
+        """The patch as query overlays read it (``query.Overlay``)."""
+        return {
+            "zoid": self.zoid,
+            "vals": self.values,
+            "removed": list(self.removed),
+            "text_given": self.text_given,
+            "searchable_text": self.searchable_text,
+            "text_config": self.text_config,
+        }
+
+
+def extract_patch(
+    zoid: int,
+    path: str,
+    indexes: dict,
+    only: set[str],
+    columns,
+    wrapped,
+    update_metadata: bool,
+    default_language: str = "",
+) -> CatalogPatch:
+    """The values of the indexes ``only`` (and the metadata) of one object."""
+    values = index_values(indexes, wrapped, only)
+    text_given = "SearchableText" in only and "SearchableText" in indexes
+    searchable_text = values.pop("SearchableText", None)
+    removed = tuple(
+        sorted(name for name in only if name in indexes and name not in values)
+    )
+    return CatalogPatch(
+        zoid=zoid,
+        path=path,
+        values=values,
+        removed=tuple(name for name in removed if name != "SearchableText"),
+        meta=metadata_values(columns, wrapped),
+        update_metadata=bool(update_metadata),
+        text_given=text_given,
+        searchable_text=searchable_text,
+        text_config=text_config(_language(wrapped) or default_language),
+    )
 
 
 def extract_row(

@@ -11,6 +11,7 @@ for ``query.Overlay``, which builds the SQL).
 
 from __future__ import annotations
 
+from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.query import Overlay
 from transaction.interfaces import IDataManagerSavepoint
@@ -32,6 +33,8 @@ class PendingCatalog:
     def __init__(self, txn: transaction.interfaces.ITransaction):
         self.txn = txn
         self.rows: dict[int, CatalogRow] = {}
+        #: partial reindexes of rows not pending in full, merged at commit
+        self.patches: dict[int, CatalogPatch] = {}
         self.removed_paths: set[str] = set()
         #: subtrees whose rows are cleared unless cataloged again
         self.cleared_subtrees: set[str] = set()
@@ -50,11 +53,23 @@ class PendingCatalog:
 
     def catalog(self, row: CatalogRow) -> None:
         self.rows[row.zoid] = row
+        self.patches.pop(row.zoid, None)  # the full row supersedes it
+
+    def patch(self, patch: CatalogPatch) -> None:
+        """Merge some index values into a row (``reindexObject(idxs=...)``)."""
+        if patch.zoid in self.rows:
+            self.rows[patch.zoid] = patch.merged_into(self.rows[patch.zoid])
+        elif patch.zoid in self.patches:
+            self.patches[patch.zoid] = self.patches[patch.zoid].then(patch)
+        else:
+            self.patches[patch.zoid] = patch
 
     def uncatalog(self, path: str) -> None:
         """Forget the object at ``path``; its row is cleared at commit."""
         for zoid in [z for z, row in self.rows.items() if row.path == path]:
             del self.rows[zoid]
+        for zoid in [z for z, patch in self.patches.items() if patch.path == path]:
+            del self.patches[zoid]
         self.removed_paths.add(path)
 
     def uncatalog_subtree(self, path: str) -> None:
@@ -65,6 +80,11 @@ class PendingCatalog:
             if row.path == path or row.path.startswith(below)
         ]:
             del self.rows[zoid]
+        for zoid in [
+            z for z, patch in self.patches.items()
+            if patch.path == path or patch.path.startswith(below)
+        ]:
+            del self.patches[zoid]
         self.cleared_subtrees.add(path)
 
     def reorder(self, folder, index_names: tuple[str, ...]) -> None:
@@ -93,7 +113,11 @@ class PendingCatalog:
 
     def __bool__(self) -> bool:
         return bool(
-            self.rows or self.removed_paths or self.cleared_subtrees or self.reordered
+            self.rows
+            or self.patches
+            or self.removed_paths
+            or self.cleared_subtrees
+            or self.reordered
         )
 
     def overlay(self) -> Overlay:
@@ -113,8 +137,15 @@ class PendingCatalog:
             if data["path"] in positions:
                 data["idx"] = {**data["idx"], **positions[data["path"]]}
             rows.append(data)
+        patches = []
+        for patch in self.patches.values():
+            data = patch.as_json()
+            if patch.path in positions:
+                data["vals"] = {**data["vals"], **positions[patch.path]}
+            patches.append(data)
         return Overlay(
             rows=tuple(rows),
+            patches=tuple(patches),
             removed_paths=tuple(sorted(self.removed_paths)),
             cleared_subtrees=tuple(sorted(self.cleared_subtrees)),
             reordered=tuple(sorted(self.reordered)),
@@ -149,6 +180,7 @@ class PendingCatalog:
 
     def _clear(self) -> None:
         self.rows.clear()
+        self.patches.clear()
         self.removed_paths.clear()
         self.cleared_subtrees.clear()
         self.written.clear()
@@ -164,12 +196,14 @@ class PendingSavepoint:
     def __init__(self, pending: PendingCatalog):
         self.pending = pending
         self.rows = dict(pending.rows)
+        self.patches = dict(pending.patches)
         self.removed_paths = set(pending.removed_paths)
         self.cleared_subtrees = set(pending.cleared_subtrees)
         self.reordered = dict(pending.reordered)
 
     def rollback(self) -> None:
         self.pending.rows = dict(self.rows)
+        self.pending.patches = dict(self.patches)
         self.pending.removed_paths = set(self.removed_paths)
         self.pending.cleared_subtrees = set(self.cleared_subtrees)
         self.pending.reordered = dict(self.reordered)

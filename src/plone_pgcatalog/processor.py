@@ -17,6 +17,7 @@ connections.
 from __future__ import annotations
 
 from plone_pgcatalog import schema
+from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.paths import path_clause
@@ -60,6 +61,21 @@ _CLEAR_WHERE = sql.SQL(
 )
 
 
+# A partial reindex: a JSONB merge into the stored row.  A row that was not
+# cataloged yet gets its path and metadata too (ZCatalog catalogs a new
+# object with the given indexes only).  SET expressions read the old row.
+_PATCH_ROW = sql.SQL(
+    "UPDATE object_state SET"
+    " path = COALESCE(path, %(path)s),"
+    " parent_path = COALESCE(parent_path, %(parent_path)s),"
+    " path_depth = COALESCE(path_depth, %(path_depth)s),"
+    " meta = CASE WHEN idx IS NULL OR %(update_metadata)s THEN %(meta)s ELSE meta END,"
+    " searchable_text = CASE WHEN %(text_given)s THEN {} ELSE searchable_text END,"
+    " idx = (COALESCE(idx, '{{}}'::jsonb) - %(removed)s::text[]) || %(vals)s"
+    " WHERE zoid = %(zoid)s"
+).format(_VECTOR)
+
+
 # Every child of one folder gets its position (0-based) in one statement.
 _SET_POSITIONS = sql.SQL(
     "UPDATE object_state AS s"
@@ -69,6 +85,26 @@ _SET_POSITIONS = sql.SQL(
     " AND s.path = %s || '/' || o.id"
     " AND s.idx -> (%s::text[])[1] IS DISTINCT FROM to_jsonb(o.position - 1)"
 )
+
+
+def patch_params(patch: CatalogPatch) -> dict:
+    """Bound parameters of one partial reindex."""
+    return {
+        "zoid": patch.zoid,
+        "path": patch.path,
+        "parent_path": patch.parent_path,
+        "path_depth": patch.path_depth,
+        "update_metadata": patch.update_metadata,
+        "meta": Jsonb(patch.meta),
+        "text_given": patch.text_given,
+        "searchable_text": (
+            None
+            if patch.searchable_text is None
+            else [patch.text_config, patch.searchable_text]
+        ),
+        "removed": list(patch.removed),
+        "vals": Jsonb(patch.values),
+    }
 
 
 def row_params(row: CatalogRow) -> dict:
@@ -118,7 +154,11 @@ class CatalogStateProcessor:
         ]
         if unwritten:
             cursor.executemany(_UPDATE_ROW, unwritten)
-        kept = list(pending.rows)
+        if pending.patches:
+            cursor.executemany(
+                _PATCH_ROW, [patch_params(p) for p in pending.patches.values()]
+            )
+        kept = [*pending.rows, *pending.patches]
         if pending.removed_paths:
             paths = sql.SQL("path = ANY(%s)")
             cursor.execute(

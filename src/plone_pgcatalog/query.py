@@ -60,10 +60,14 @@ class Overlay:
 
     ``rows`` are JSON-ready dicts (zoid, path, parent_path, path_depth,
     idx, searchable_text, text_config) that replace the stored rows of the
-    same zoids; ``removed_paths`` and ``cleared_subtrees`` hide stored rows.
+    same zoids; ``patches`` (zoid, vals, removed, text_given,
+    searchable_text, text_config) are merged into the stored rows of their
+    zoids (partial reindexes); ``removed_paths`` and ``cleared_subtrees``
+    hide stored rows.
     """
 
     rows: tuple[dict, ...] = ()
+    patches: tuple[dict, ...] = ()
     removed_paths: tuple[str, ...] = ()
     cleared_subtrees: tuple[str, ...] = ()
     #: folders reordered in this transaction, and the new positions of
@@ -73,7 +77,11 @@ class Overlay:
 
     def __bool__(self) -> bool:
         return bool(
-            self.rows or self.removed_paths or self.cleared_subtrees or self.reordered
+            self.rows
+            or self.patches
+            or self.removed_paths
+            or self.cleared_subtrees
+            or self.reordered
         )
 
     def source(self) -> tuple[sql.Composable, tuple]:
@@ -84,15 +92,15 @@ class Overlay:
         pushes the query's conditions into both branches, so the stored
         branch still uses the catalog's indexes.
         """
-        hidden = [sql.SQL("NOT zoid = ANY(%s)"), sql.SQL("NOT path = ANY(%s)")]
-        hidden_params: list = [
-            [row["zoid"] for row in self.rows],
-            list(self.removed_paths),
-        ]
+        gone = [sql.SQL("NOT path = ANY(%s)")]
+        gone_params: list = [list(self.removed_paths)]
         for root in self.cleared_subtrees:
             clause, values = path_clause(root, -1)
-            hidden.append(sql.SQL("NOT ") + clause)
-            hidden_params += values
+            gone.append(sql.SQL("NOT ") + clause)
+            gone_params += values
+        changed = [row["zoid"] for row in (*self.rows, *self.patches)]
+        hidden = [sql.SQL("NOT zoid = ANY(%s)"), *gone]
+        hidden_params = [changed, *gone_params]
         columns = "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
         stored_rows = sql.SQL(
             columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
@@ -127,6 +135,26 @@ class Overlay:
                 *hidden_params,
                 reordered,
             ]
+        if self.patches:
+            # Partial reindexes: stored rows with the new values merged in.
+            branches.append(
+                sql.SQL(
+                    "SELECT o.zoid, o.path, o.parent_path, o.path_depth,"
+                    " (o.idx - p.removed) || p.vals AS idx,"
+                    " CASE WHEN p.text_given THEN {vector}"
+                    " ELSE o.searchable_text END"
+                    " FROM object_state AS o JOIN jsonb_to_recordset(%s) AS"
+                    " p(zoid bigint, vals jsonb, removed text[], text_given boolean,"
+                    " searchable_text text, text_config text) ON p.zoid = o.zoid"
+                    " WHERE o.idx IS NOT NULL AND {gone}"
+                ).format(
+                    vector=searchable_vector(
+                        sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+                    ),
+                    gone=sql.SQL(" AND ").join(gone),
+                )
+            )
+            params += [Jsonb(list(self.patches)), *gone_params]
         pending = sql.SQL(
             "SELECT p.zoid, p.path COLLATE \"C\", p.parent_path COLLATE \"C\","
             " p.path_depth, p.idx, {vector}"

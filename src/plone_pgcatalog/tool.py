@@ -38,6 +38,7 @@ from plone_pgcatalog import search
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.errors import UnknownIndexError
+from plone_pgcatalog.extraction import extract_patch
 from plone_pgcatalog.extraction import extract_row
 from plone_pgcatalog.indexes import index_data
 from plone_pgcatalog.indexes import IndexMapping
@@ -293,7 +294,16 @@ class PGCatalogTool(UniqueObject, Folder):
     # -- write path -------------------------------------------------------------
 
     def _pending(self):
+        """This transaction's pending changes; the commit will write them.
+
+        Objects the transaction stores get their catalog columns in the
+        same INSERT as their state; the others (a reindex of an unchanged
+        object, a removal) are written by the processor at the end of the
+        vote.  Either way the ZODB connection must take part in the
+        commit, even when no object changed: it is joined here.
+        """
         processor.register(self._storage())
+        connection.join_transaction(self)
         return current_pending(create=True)
 
     @security.protected(manage_zcatalog_entries)
@@ -302,9 +312,10 @@ class PGCatalogTool(UniqueObject, Folder):
         """Catalog ``obj`` under ``uid`` (its physical path by default).
 
         Every index and metadata value is read now; PostgreSQL gets the
-        row when the transaction commits.  ``idxs`` and
-        ``update_metadata`` do not narrow what is written: the row is
-        always complete and current.
+        row when the transaction commits.  With ``idxs``, only those
+        indexes are read and merged into the stored row (and the metadata,
+        unless ``update_metadata`` is false), as ZCatalog does; the object
+        itself is not stored again.
         """
         content = obj
         if IIndexableObject.providedBy(obj):
@@ -320,10 +331,27 @@ class PGCatalogTool(UniqueObject, Folder):
         zoid = self._zoid_of(content, path)
         if zoid is None:
             return
+        definitions = self.getIndexDefinitions()
+        if idxs:
+            for name in idxs:
+                if name not in definitions:
+                    raise KeyError(name)  # as ZCatalog's getIndex
+            patch = extract_patch(
+                zoid,
+                path,
+                definitions,
+                set(idxs),
+                self._catalog.names,
+                wrapped,
+                update_metadata=bool(update_metadata),
+                default_language=_site_languages()[0],
+            )
+            self._pending().patch(patch)
+            return
         row = extract_row(
             zoid,
             path,
-            self.getIndexDefinitions(),
+            definitions,
             self._catalog.names,
             wrapped,
             default_language=_site_languages()[0],
@@ -343,11 +371,6 @@ class PGCatalogTool(UniqueObject, Folder):
         if base._p_oid is None:
             jar = connection._jar(content)
             jar.add(base)
-        elif base._p_jar is not None and not base._p_changed:
-            # Stored objects get their catalog columns in the same INSERT
-            # as their state; an object the transaction did not change is
-            # registered so that the commit writes it.
-            base._p_changed = True
         return u64(base._p_oid)
 
     @security.protected(manage_zcatalog_entries)
@@ -366,6 +389,9 @@ class PGCatalogTool(UniqueObject, Folder):
     def _reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
         if uid is None:
             uid = "/".join(object.getPhysicalPath())
+        if idxs:
+            # As CMFCore: names that are not indexes are left out.
+            idxs = [name for name in idxs if name in self._catalog.indexes]
         self.catalog_object(object, uid, idxs, update_metadata)
 
     for _name in ("indexObject", "unindexObject", "reindexObject"):
@@ -475,8 +501,14 @@ class PGCatalogTool(UniqueObject, Folder):
             found = search.Found([], 0)
         # Rows this transaction cataloged have their metadata here, not in
         # PostgreSQL yet.
-        pending_meta = {row["zoid"]: pending.rows[row["zoid"]].meta
-                        for row in overlay.rows}
+        pending_meta: dict[int, dict] = {}
+        if pending:
+            pending_meta.update((zoid, row.meta) for zoid, row in pending.rows.items())
+            pending_meta.update(
+                (zoid, patch.meta)
+                for zoid, patch in pending.patches.items()
+                if patch.update_metadata
+            )
 
         def load_metadata(zoids):
             stored = [zoid for zoid in zoids if zoid not in pending_meta]

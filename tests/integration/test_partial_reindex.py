@@ -1,0 +1,156 @@
+"""``reindexObject(idxs=[...])``: a JSONB merge at commit, no object stored.
+
+As in ZCatalog, only the named indexes are read again; the others keep
+what they had, and the metadata is updated unless ``update_metadata`` is
+false.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog.connection import ddl_connection
+
+import pytest
+import transaction
+
+
+def _page(portal):
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    page = api.content.create(
+        container=portal, type="Document", id="p", title="Old title", subject=("a",)
+    )
+    transaction.commit()
+    return page
+
+
+def _objects_stored_by_last_commit(catalog) -> int:
+    with ddl_connection(catalog) as conn:
+        return conn.execute(
+            "SELECT count(*) FROM object_state"
+            " WHERE tid = (SELECT max(tid) FROM transaction_log)"
+        ).fetchone()[0]
+
+
+def _find(**query) -> list[str]:
+    return [brain.getId for brain in api.content.find(**query)]
+
+
+def test_a_partial_reindex_stores_no_object(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    # Changed and stored, but not reindexed...
+    page.setSubject(("b",))
+    transaction.commit()
+    assert _find(Subject="b") == []
+    # ...then reindexed alone: only the catalog changes.
+    page.reindexObject(idxs=["Subject"])
+    transaction.commit()
+    assert _objects_stored_by_last_commit(portal.portal_catalog) == 0
+    assert _find(Subject="b") == ["p"]
+    assert _find(Subject="a") == []
+    assert api.content.find(Subject="b")[0].Subject == ("b",)
+
+
+def test_only_the_named_indexes_change_metadata_follows(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    page.title = "New title"
+    page.setSubject(("b",))
+    page.reindexObject(idxs=["Subject"])
+    transaction.commit()
+    # Title index untouched (as ZCatalog), metadata updated (update_metadata).
+    assert _find(Title="Old") == ["p"]
+    assert _find(Title="New") == []
+    brain = api.content.find(Subject="b")[0]
+    assert brain.Title == "New title"
+
+
+def test_without_update_metadata_the_metadata_stays(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    page.setSubject(("b",))
+    page.title = "New title"
+    portal.portal_catalog.catalog_object(page, idxs=["Subject"], update_metadata=0)
+    transaction.commit()
+    brain = api.content.find(Subject="b")[0]
+    assert brain.Title == "Old title" and brain.Subject == ("a",)
+
+
+def test_an_index_without_value_loses_its_key(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    page.setSubject(())
+    page.reindexObject(idxs=["Subject"])
+    transaction.commit()
+    assert _find(Subject="a") == []
+    idx, _ = portal.portal_catalog._row_data(api.content.find(id="p")[0].getRID())
+    assert "Subject" not in idx and idx["Title"]
+
+
+def test_searchable_text_can_be_reindexed_alone(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    page.title = "Lighthouse keeper"
+    page.reindexObject(idxs=["SearchableText"])
+    transaction.commit()
+    assert _find(SearchableText="lighthouse") == ["p"]
+
+
+def test_a_search_sees_a_partial_reindex_before_commit(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    page.setSubject(("b",))
+    page.title = "Lighthouse"
+    page.reindexObject(idxs=["Subject", "SearchableText"])
+    assert _find(Subject="b") == ["p"]
+    assert _find(SearchableText="lighthouse", Subject="b") == ["p"]
+    assert api.content.find(Subject="b")[0].Title == "Lighthouse"
+
+
+def test_a_partial_reindex_after_a_full_one_merges_into_it(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    page.title = "Newer"
+    page.reindexObject()
+    page.setSubject(("c",))
+    page.reindexObject(idxs=["Subject"])
+    transaction.commit()
+    assert _find(Subject="c", Title="Newer") == ["p"]
+
+
+def test_savepoint_rollback_forgets_a_partial_reindex(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    savepoint = transaction.savepoint()
+    page.setSubject(("b",))
+    page.reindexObject(idxs=["Subject"])
+    assert _find(Subject="b") == ["p"]
+    savepoint.rollback()
+    assert _find(Subject="b") == []
+    transaction.commit()
+    assert _find(Subject="a") == ["p"]
+
+
+def test_an_unknown_index_name_raises_as_in_zcatalog(pg_layer):
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    with pytest.raises(KeyError):
+        portal.portal_catalog.catalog_object(page, idxs=["no_such_index"])
+
+
+def test_a_local_role_on_a_folder_reaches_its_subtree(pg_layer):
+    from plone.app.testing import login
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    api.user.create(email="reader@example.org", username="reader", password="secret-Pw-1")
+    folder = api.content.create(container=portal, type="Folder", id="f", title="F")
+    api.content.create(container=folder, type="Document", id="d", title="D")
+    transaction.commit()
+    api.user.grant_roles(username="reader", obj=folder, roles=["Reader"])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    login(portal, "reader")
+    assert sorted(_find(path="/plone/f")) == ["d", "f"]
