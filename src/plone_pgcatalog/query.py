@@ -1,10 +1,15 @@
 """Query translation: a ZCatalog query in, SQL and parameters out.
 
 Owns: the meaning of a catalog query, as ZCatalog's ``Catalog.search``
-gives it: which keys restrict (those naming an index's query names; other
-keys are ignored silently), sorting (``sort_on``, ``sort_order``,
-``sort_limit``) and batching (``b_start``, ``b_size``).  Each index's part
-comes from its translator in the registry.
+gives it: which keys restrict (those naming an index's query names, in
+ZCatalog's default plan order; other keys are ignored silently; a query
+naming no index, or an index with nothing to do, has no results), sorting
+(``sort_on``, ``sort_order``, ``sort_limit``; relevance for full text
+without ``sort_on``) and batching (``b_start``, ``b_size``).  Each index's
+part comes from its translator in the registry.
+
+Also owns ``Overlay``: the SQL row source that lays a transaction's
+pending catalog changes over the stored rows (read-your-writes).
 
 A pure function: no database, no Zope objects beyond the index
 definitions.  The security terms (allowedRolesAndUsers, effectiveRange)
