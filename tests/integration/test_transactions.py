@@ -1,0 +1,276 @@
+"""The catalog ends exactly as the committed content: abort, savepoints,
+conflicts and their retry, concurrent writers, a failing vote.
+
+Catalog rows are read twice: through the catalog (which overlays pending
+changes) and from a fresh PostgreSQL connection (what is committed).
+Owns only these tests; imports no private SQL helpers of the package.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
+from plone_pgcatalog.connection import ddl_connection
+from Products.CMFCore.indexing import processQueue
+from ZODB.POSException import ConflictError
+
+import pytest
+import threading
+import transaction
+
+
+def _committed_rows(portal) -> dict[str, str]:
+    """path -> Title of every cataloged row, read outside any ZODB txn."""
+    with ddl_connection(portal.portal_catalog) as conn:
+        rows = conn.execute(
+            "SELECT path, meta->>'Title' FROM object_state WHERE idx IS NOT NULL"
+        ).fetchall()
+    return dict(rows)
+
+
+def _found(portal) -> dict[str, str]:
+    catalog = portal.portal_catalog
+    brains = catalog.unrestrictedSearchResults(path="/plone")
+    return {b.getPath(): b.Title for b in brains}
+
+
+def _site(portal):
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = api.content.create(container=portal, type="Folder", id="f", title="F")
+    api.content.create(container=folder, type="Document", id="a", title="A")
+    api.content.create(container=folder, type="Document", id="b", title="B")
+    transaction.commit()
+    return folder
+
+
+def test_abort_leaves_the_catalog_as_before(pg_layer):
+    portal = pg_layer["portal"]
+    folder = _site(portal)
+    before = _committed_rows(portal)
+    assert _found(portal) == before
+    api.content.create(container=folder, type="Document", id="c", title="C")
+    folder["a"].title = "A edited"
+    folder["a"].reindexObject()
+    api.content.delete(obj=folder["b"])
+    # Inside the transaction the overlay shows the changes...
+    inside = _found(portal)
+    assert "/plone/f/c" in inside and "/plone/f/b" not in inside
+    assert inside["/plone/f/a"] == "A edited"
+    transaction.abort()
+    # ...after the abort, nothing of them, in the catalog and in SQL.
+    assert _found(portal) == before
+    assert _committed_rows(portal) == before
+
+
+def test_savepoint_rollbacks_keep_only_what_was_committed(pg_layer):
+    portal = pg_layer["portal"]
+    folder = _site(portal)
+    folder["a"].title = "A kept"
+    folder["a"].reindexObject()
+    # CMFCore queues reindexes; a reindex still queued when a savepoint is
+    # taken is lost by its rollback, with ZCatalog too.  Flush the queue
+    # first so this test is about the catalog's own savepoints.
+    processQueue()
+    outer = transaction.savepoint()
+    api.content.create(container=folder, type="Document", id="c", title="C")
+    processQueue()
+    inner = transaction.savepoint()
+    api.content.delete(obj=folder["b"])
+    folder["a"].title = "A dropped"
+    folder["a"].reindexObject()
+    inner.rollback()
+    assert _found(portal)["/plone/f/a"] == "A kept"
+    assert "/plone/f/b" in _found(portal) and "/plone/f/c" in _found(portal)
+    outer.rollback()
+    assert "/plone/f/c" not in _found(portal)
+    api.content.create(container=folder, type="Document", id="d", title="D")
+    transaction.commit()
+    committed = _committed_rows(portal)
+    assert {k: v for k, v in committed.items() if k.startswith("/plone/f")} == {
+        "/plone/f": "F",
+        "/plone/f/a": "A kept",
+        "/plone/f/b": "B",
+        "/plone/f/d": "D",
+    }
+    assert _found(portal) == committed
+    # Content and catalog agree.
+    assert sorted(folder.objectIds()) == ["a", "b", "d"]
+
+
+def _in_other_thread(db, work):
+    """Run ``work(portal)`` in its own thread, connection and transaction,
+    then commit; the catalog's pending changes follow the thread's
+    transaction manager, as in a Zope worker thread."""
+    from zope.component.hooks import setSite
+    from plone.app.testing import login
+
+    errors = []
+
+    def run():
+        conn = db.open()
+        try:
+            portal = conn.root()["Application"]["plone"]
+            setSite(portal)
+            login(portal, TEST_USER_NAME)
+            work(portal)
+            transaction.commit()
+        except BaseException as error:  # reported to the test thread
+            transaction.abort()
+            errors.append(error)
+        finally:
+            setSite(None)
+            conn.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _retitle(portal, path, title):
+    obj = portal.unrestrictedTraverse(path)
+    obj.title = title
+    obj.reindexObject()
+
+
+def test_a_conflict_and_its_retry_leave_only_the_retried_state(pg_layer):
+    portal = pg_layer["portal"]
+    _site(portal)
+    db = pg_layer["pgdb"]
+    # This writer changes the page, then another commits the same page first.
+    _retitle(portal, "f/a", "Loser")
+    _in_other_thread(db, lambda p: _retitle(p, "f/a", "Winner"))
+    with pytest.raises(ConflictError) as info:
+        transaction.commit()
+    assert info.value.oid == portal.f.a._p_oid
+    transaction.abort()
+    assert _committed_rows(portal)["/plone/f/a"] == "Winner"
+    # The retry, as the publisher does it: a new transaction, redo, commit.
+    transaction.begin()
+    assert portal.f.a.title == "Winner"
+    _retitle(portal, "f/a", "Retried")
+    transaction.commit()
+    committed = _committed_rows(portal)
+    assert committed["/plone/f/a"] == "Retried"
+    assert "Loser" not in committed.values()
+    assert _found(portal) == committed
+
+
+def test_two_writers_adding_to_one_folder_conflict_only_outside_the_catalog(
+    pg_layer,
+):
+    """Every content creation bumps CMFUid's ``portal_uidgenerator``
+    counter, so two concurrent creations conflict on that tool, not on the
+    catalog; the retry then commits and both pages are found."""
+    portal = pg_layer["portal"]
+    folder = _site(portal)
+    db = pg_layer["pgdb"]
+
+    def mine():
+        api.content.create(container=folder, type="Document", id="mine", title="Mine")
+
+    def other(p):
+        api.content.create(container=p.f, type="Document", id="theirs", title="Theirs")
+
+    mine()
+    _in_other_thread(db, other)
+    with pytest.raises(ConflictError) as info:
+        transaction.commit()
+    assert info.value.class_name == (
+        "Products.CMFUid.UniqueIdGeneratorTool.UniqueIdGeneratorTool"
+    )
+    transaction.abort()
+    transaction.begin()
+    mine()
+    transaction.commit()
+    committed = _committed_rows(portal)
+    assert committed["/plone/f/mine"] == "Mine"
+    assert committed["/plone/f/theirs"] == "Theirs"
+    assert _found(portal) == committed
+
+
+def test_two_writers_editing_pages_of_one_folder_both_commit(pg_layer):
+    """The catalog has no shared object: concurrent reindexes of siblings
+    do not conflict (ZCatalog's shared index BTrees are the usual hot
+    spot)."""
+    portal = pg_layer["portal"]
+    _site(portal)
+    db = pg_layer["pgdb"]
+    _retitle(portal, "f/a", "A mine")
+    _in_other_thread(db, lambda p: _retitle(p, "f/b", "B theirs"))
+    transaction.commit()
+    committed = _committed_rows(portal)
+    assert committed["/plone/f/a"] == "A mine"
+    assert committed["/plone/f/b"] == "B theirs"
+    assert _found(portal) == committed
+
+
+class _FailingVote:
+    """A data manager that votes after the storage and refuses."""
+
+    def __init__(self, txn_manager, finalized):
+        self.transaction_manager = txn_manager
+        self.finalized = finalized
+
+    def abort(self, txn):
+        pass
+
+    def tpc_begin(self, txn):
+        pass
+
+    def commit(self, txn):
+        pass
+
+    def tpc_vote(self, txn):
+        # The catalog rows are already written when this vote fails.
+        assert self.finalized, "voted before the storage"
+        raise RuntimeError("vote refused")
+
+    def tpc_finish(self, txn):
+        pass
+
+    def tpc_abort(self, txn):
+        pass
+
+    def sortKey(self):
+        # After the storage's and the pending catalog's keys.
+        return "~~~zz-failing-vote"
+
+
+def test_a_failing_vote_after_the_catalog_wrote_leaves_no_trace(
+    pg_layer, monkeypatch
+):
+    from plone_pgcatalog.processor import CatalogStateProcessor
+
+    finalized = []
+    original = CatalogStateProcessor.finalize
+
+    def finalize(self, cursor):
+        original(self, cursor)
+        finalized.append(True)
+
+    monkeypatch.setattr(CatalogStateProcessor, "finalize", finalize)
+    portal = pg_layer["portal"]
+    folder = _site(portal)
+    before = _committed_rows(portal)
+    api.content.create(container=folder, type="Document", id="c", title="C")
+    _retitle(portal, "f/a", "A failed")
+    api.content.delete(obj=folder["b"])
+    txn = transaction.get()
+    txn.join(_FailingVote(transaction.manager, finalized))
+    with pytest.raises(RuntimeError, match="vote refused"):
+        transaction.commit()
+    assert finalized
+    transaction.abort()
+    assert _committed_rows(portal) == before
+    assert _found(portal) == before
+    # A normal commit afterwards works.
+    _retitle(portal, "f/a", "A after")
+    transaction.commit()
+    committed = _committed_rows(portal)
+    assert committed["/plone/f/a"] == "A after"
+    assert "/plone/f/c" not in committed and "/plone/f/b" in committed
+    assert _found(portal) == committed
