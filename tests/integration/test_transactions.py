@@ -99,6 +99,28 @@ def test_savepoint_rollbacks_keep_only_what_was_committed(pg_layer):
     assert sorted(folder.objectIds()) == ["a", "b", "d"]
 
 
+def test_a_rolled_back_addition_and_reorder_leave_positions_as_committed(
+    pg_layer,
+):
+    portal = pg_layer["portal"]
+    folder = _site(portal)
+    savepoint = transaction.savepoint()
+    api.content.create(container=folder, type="Document", id="x", title="X")
+    folder.moveObjectsToTop(["x"])
+    processQueue()
+    assert _found(portal)["/plone/f/x"] == "X"
+    savepoint.rollback()
+    api.content.delete(obj=folder["a"])
+    transaction.commit()
+    catalog = portal.portal_catalog
+    brains = catalog.unrestrictedSearchResults(
+        path={"query": "/plone/f", "depth": 1}, sort_on="getObjPositionInParent"
+    )
+    assert [b.getId for b in brains] == list(folder.objectIds()) == ["b"]
+    stored = catalog._row_data(brains[0].getRID())[0]["getObjPositionInParent"]
+    assert stored == folder.getObjectPosition("b") == 0
+
+
 def _in_other_thread(db, work):
     """Run ``work(portal)`` in its own thread, connection and transaction,
     then commit; the catalog's pending changes follow the thread's
