@@ -200,6 +200,8 @@ class PendingSavepoint:
         self.removed_paths = set(pending.removed_paths)
         self.cleared_subtrees = set(pending.cleared_subtrees)
         self.reordered = dict(pending.reordered)
+        self.added = set(pending.added)
+        # ``written`` and ``positions`` belong to the commit, not before it.
 
     def rollback(self) -> None:
         self.pending.rows = dict(self.rows)
@@ -207,6 +209,7 @@ class PendingSavepoint:
         self.pending.removed_paths = set(self.removed_paths)
         self.pending.cleared_subtrees = set(self.cleared_subtrees)
         self.pending.reordered = dict(self.reordered)
+        self.pending.added = set(self.added)
 
 
 def current_pending(create: bool = False) -> PendingCatalog | None:
