@@ -31,6 +31,7 @@ from Persistence import PersistentMapping
 from persistent import Persistent
 from plone.indexer.interfaces import IIndexableObject
 from plone_pgcatalog import connection
+from plone_pgcatalog import maintenance
 from plone_pgcatalog import metadata
 from plone_pgcatalog import processor
 from plone_pgcatalog import schema
@@ -57,12 +58,15 @@ from Products.CMFCore.utils import UniqueObject
 from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from Products.PluginIndexes.interfaces import IPluggableIndex
 from Products.ZCatalog.interfaces import IZCatalog
+from urllib.parse import quote
+from zExceptions import BadRequest
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
 
 import hashlib
 import logging
 import psycopg
+import time
 
 
 logger = logging.getLogger(__name__)
@@ -399,26 +403,64 @@ class PGCatalogTool(UniqueObject, Folder):
     del _name
 
     @security.protected(manage_zcatalog_entries)
-    def clearFindAndRebuild(self) -> None:
-        """Forget the site's catalog rows, then catalog every content object."""
-        self.manage_catalogClear()
-        portal = aq_parent(aq_inner(self))
-
-        def index(obj, path):
-            # The walk meets this tool too, wrapped anew: compare the objects.
-            if aq_base(obj) is aq_base(self) or not callable(
-                getattr(aq_base(obj), "reindexObject", None)
-            ):
-                return
-            self.catalog_object(obj)
-
-        index(portal, "")
-        portal.ZopeFindAndApply(portal, search_sub=True, apply_func=index)
+    def clearFindAndRebuild(self, pghandler=None) -> None:
+        """Forget the site's catalog rows, then catalog every content object,
+        logging count, rate and ETA (see ``maintenance``).  One transaction:
+        batch commits and a shadow rebuild are later work."""
+        maintenance.clear_find_and_rebuild(self, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
         """Remove every row of this site from the catalog (at commit)."""
         self._pending().uncatalog_subtree(self._site_path())
+        if REQUEST and RESPONSE:
+            RESPONSE.redirect(
+                URL1 + "/manage_catalogAdvanced?manage_tabs_message=Catalog%20Cleared"
+            )
+
+    # -- maintenance -------------------------------------------------------------
+    # ZCatalog's signatures; the bodies are in ``maintenance``.
+
+    @security.protected(manage_zcatalog_entries)
+    def refreshCatalog(self, clear=0, pghandler=None) -> None:
+        """Catalog again every object the catalog holds; drop the rows of
+        objects that no longer exist."""
+        maintenance.refresh_catalog(self, clear=clear, pghandler=pghandler)
+
+    @security.protected(manage_zcatalog_entries)
+    def reindexIndex(self, name, REQUEST=None, pghandler=None) -> None:
+        """Read index ``name`` (or names) again for every cataloged object."""
+        maintenance.reindex_index(self, name, REQUEST, pghandler=pghandler)
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_catalogReindex(self, REQUEST=None, RESPONSE=None, URL1=None):
+        """Clear the catalog, then catalog again everything it held."""
+        elapse = time.time()
+        c_elapse = time.process_time()
+        self.refreshCatalog(clear=1, pghandler=maintenance.ProgressLogHandler())
+        elapse = time.time() - elapse
+        c_elapse = time.process_time() - c_elapse
+        if RESPONSE is not None:
+            RESPONSE.redirect(
+                URL1
+                + "/manage_catalogAdvanced?manage_tabs_message="
+                + quote(
+                    "Catalog Updated \n"
+                    f"Total time: {elapse!r}\n"
+                    f"Total CPU time: {c_elapse!r}"
+                )
+            )
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
+        """Reindex the indexes ``ids`` (ZMI button)."""
+        if not ids:
+            raise BadRequest("No items specified")
+        self.reindexIndex(ids, REQUEST, maintenance.ProgressLogHandler())
+        if REQUEST and RESPONSE:
+            RESPONSE.redirect(
+                URL1 + "/manage_catalogIndexes?manage_tabs_message=Reindexing%20Performed"
+            )
 
     # -- query path -------------------------------------------------------------
 
