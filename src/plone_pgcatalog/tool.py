@@ -360,9 +360,9 @@ class PGCatalogTool(UniqueObject, Folder):
             wrapped,
             default_language=_site_languages()[0],
         )
+        # ``pghandler`` is ZCatalog's signature; progress is reported by the
+        # loops that catalog many objects (maintenance.py), as in ZCatalog.
         self._pending().catalog(row)
-        if pghandler is not None:
-            pghandler.info(f"cataloged {path}")
 
     def _zoid_of(self, content, path: str) -> int | None:
         """The object's oid as an int; assigns one to a new object."""
