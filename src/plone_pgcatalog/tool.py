@@ -209,9 +209,9 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_indexes)
     def delIndex(self, name: str) -> None:
-        meta_type = self._catalog.indexes[name].meta_type
-        self._catalog.delIndex(name)
-        self._defer_index_drop(name, meta_type)
+        index = self._catalog.indexes.get(name)
+        self._catalog.delIndex(name)  # UnknownIndexError (CatalogError) first
+        self._defer_index_drop(name, index.meta_type)
 
     @security.protected(manage_zcatalog_indexes)
     def manage_addIndex(self, name, type, extra=None, REQUEST=None, RESPONSE=None,

@@ -112,3 +112,10 @@ def test_deleting_an_index_drops_its_sql_indexes_and_adding_it_creates_them(pg_l
         # Tests share the database's DDL (each restores rows only).
         with ddl_connection(catalog) as conn:
             conn.execute(schema.index_ddl("portal_type", "FieldIndex"))
+
+
+def test_deleting_an_unknown_index_raises_catalog_error(pg_layer):
+    from Products.ZCatalog.Catalog import CatalogError
+
+    with pytest.raises(CatalogError, match="'no_such_index'"):
+        pg_layer["portal"].portal_catalog.delIndex("no_such_index")
