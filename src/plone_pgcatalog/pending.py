@@ -13,7 +13,11 @@ from __future__ import annotations
 
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
+from dataclasses import replace
 from plone_pgcatalog.query import Overlay
+from plone_pgcatalog.relocation import compose
+from plone_pgcatalog.relocation import moved_path
+from plone_pgcatalog.relocation import Relocation
 from transaction.interfaces import IDataManagerSavepoint
 from transaction.interfaces import ISavepointDataManager
 from zope.interface import implementer
@@ -47,6 +51,8 @@ class PendingCatalog:
         self.positions: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         #: folders whose next "container modified" event is an appended item
         self.added: set[str] = set()
+        #: subtrees moved or renamed, ``(old root, new root)`` in order
+        self.moves: list[tuple[str, str]] = []
         txn.addBeforeCommitHook(self._read_positions)
 
     # -- what the tool records ------------------------------------------------
@@ -87,6 +93,34 @@ class PendingCatalog:
             del self.patches[zoid]
         self.cleared_subtrees.add(path)
 
+    def move(self, old: str, new: str) -> None:
+        """The subtree at ``old`` now lies at ``new`` (a move or rename).
+
+        Stored rows follow at commit, in one statement (``relocation``);
+        everything recorded here so far names paths as they were, so it
+        is rewritten to where those objects are now.  Paths recorded from
+        now on are current paths.
+        """
+
+        def now(path: str) -> str:
+            moved = moved_path(path, old, new)
+            return path if moved is None else moved
+
+        self.rows = {z: replace(r, path=now(r.path)) for z, r in self.rows.items()}
+        self.patches = {
+            z: replace(p, path=now(p.path)) for z, p in self.patches.items()
+        }
+        self.removed_paths = {now(path) for path in self.removed_paths}
+        self.cleared_subtrees = {now(path) for path in self.cleared_subtrees}
+        self.reordered = {now(path): v for path, v in self.reordered.items()}
+        self.added = {now(path) for path in self.added}
+        self.moves.append((old, new))
+
+    @property
+    def relocations(self) -> tuple[Relocation, ...]:
+        """Where the stored rows of moved subtrees are now."""
+        return compose(self.moves)
+
     def reorder(self, folder, index_names: tuple[str, ...]) -> None:
         """Rewrite the positions of ``folder``'s items when committing."""
         path = "/".join(folder.getPhysicalPath())
@@ -118,6 +152,7 @@ class PendingCatalog:
             or self.removed_paths
             or self.cleared_subtrees
             or self.reordered
+            or self.moves
         )
 
     def overlay(self) -> Overlay:
@@ -150,6 +185,7 @@ class PendingCatalog:
             cleared_subtrees=tuple(sorted(self.cleared_subtrees)),
             reordered=tuple(sorted(self.reordered)),
             positions=positions,
+            relocations=self.relocations,
         )
 
     # -- IDataManager ---------------------------------------------------------
@@ -187,6 +223,7 @@ class PendingCatalog:
         self.reordered.clear()
         self.positions.clear()
         self.added.clear()
+        self.moves.clear()
 
 
 @implementer(IDataManagerSavepoint)
@@ -201,6 +238,7 @@ class PendingSavepoint:
         self.cleared_subtrees = set(pending.cleared_subtrees)
         self.reordered = dict(pending.reordered)
         self.added = set(pending.added)
+        self.moves = list(pending.moves)
         # ``written`` and ``positions`` belong to the commit, not before it.
 
     def rollback(self) -> None:
@@ -210,6 +248,7 @@ class PendingSavepoint:
         self.pending.cleared_subtrees = set(self.cleared_subtrees)
         self.pending.reordered = dict(self.reordered)
         self.pending.added = set(self.added)
+        self.pending.moves = list(self.moves)
 
 
 def current_pending(create: bool = False) -> PendingCatalog | None:

@@ -21,6 +21,8 @@ from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.relocation import RELOCATE
+from plone_pgcatalog.relocation import relocate_params
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from zodb_pgjsonb.storage import ExtraColumn
@@ -147,6 +149,12 @@ class CatalogStateProcessor:
         pending = current_pending()
         if not pending:
             return
+        # First the moved subtrees, in one statement: everything below
+        # names the paths where the objects are now.  Rows written in full
+        # (in the INSERT, or just below) already carry their paths.
+        relocations = pending.relocations
+        if relocations:
+            cursor.execute(RELOCATE, relocate_params(relocations, list(pending.rows)))
         unwritten = [
             row_params(row)
             for zoid, row in pending.rows.items()
@@ -174,9 +182,11 @@ class CatalogStateProcessor:
                 )
         cursor.execute(schema.BUMP_COUNTER)
         logger.debug(
-            "catalog: %d rows written, %d paths removed",
+            "catalog: %d rows written, %d patched, %d paths removed, %d moves",
             len(pending.rows),
+            len(pending.patches),
             len(pending.removed_paths),
+            len(pending.moves),
         )
 
 

@@ -27,6 +27,8 @@ from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import json_key
+from plone_pgcatalog.relocation import relocated_rows
+from plone_pgcatalog.relocation import unmoved_clause
 from plone_pgcatalog.schema import searchable_vector
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.PluginIndexes.interfaces import IQueryIndex
@@ -79,6 +81,9 @@ class Overlay:
     #: their items: ``{item path: {position index name: position}}``
     reordered: tuple[str, ...] = ()
     positions: dict = field(default_factory=dict)
+    #: subtrees moved in this transaction (``relocation.Relocation``):
+    #: their stored rows are read where the transaction has put them
+    relocations: tuple = ()
 
     def __bool__(self) -> bool:
         return bool(
@@ -87,6 +92,7 @@ class Overlay:
             or self.removed_paths
             or self.cleared_subtrees
             or self.reordered
+            or self.relocations
         )
 
     def source(self) -> tuple[sql.Composable, tuple]:
@@ -104,8 +110,11 @@ class Overlay:
             gone.append(sql.SQL("NOT ") + clause)
             gone_params += values
         changed = [row["zoid"] for row in (*self.rows, *self.patches)]
-        hidden = [sql.SQL("NOT zoid = ANY(%s)"), *gone]
-        hidden_params = [changed, *gone_params]
+        # Rows of moved subtrees have a branch of their own (below); the
+        # others are read as stored, which the indexes match.
+        unmoved, unmoved_params = unmoved_clause(self.relocations)
+        hidden = [sql.SQL("NOT zoid = ANY(%s)"), unmoved, *gone]
+        hidden_params = [changed, *unmoved_params, *gone_params]
         columns = "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
         stored_rows = sql.SQL(
             columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
@@ -140,6 +149,13 @@ class Overlay:
                 *hidden_params,
                 reordered,
             ]
+        patch_columns = (
+            "p(zoid bigint, vals jsonb, removed text[], text_given boolean,"
+            " searchable_text text, text_config text)"
+        )
+        patch_vector = searchable_vector(
+            sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+        )
         if self.patches:
             # Partial reindexes: stored rows with the new values merged in.
             branches.append(
@@ -149,17 +165,46 @@ class Overlay:
                     " CASE WHEN p.text_given THEN {vector}"
                     " ELSE o.searchable_text END"
                     " FROM object_state AS o JOIN jsonb_to_recordset(%s) AS"
-                    " p(zoid bigint, vals jsonb, removed text[], text_given boolean,"
-                    " searchable_text text, text_config text) ON p.zoid = o.zoid"
-                    " WHERE o.idx IS NOT NULL AND {gone}"
+                    " {patch_columns} ON p.zoid = o.zoid"
+                    " WHERE o.idx IS NOT NULL AND {unmoved} AND {gone}"
                 ).format(
-                    vector=searchable_vector(
-                        sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
-                    ),
+                    vector=patch_vector,
+                    patch_columns=sql.SQL(patch_columns),
+                    unmoved=unmoved,
                     gone=sql.SQL(" AND ").join(gone),
                 )
             )
-            params += [Jsonb(list(self.patches)), *gone_params]
+            params += [Jsonb(list(self.patches)), *unmoved_params, *gone_params]
+        if self.relocations:
+            # Stored rows of moved subtrees, at their new paths, with their
+            # partial reindexes and new positions merged in.
+            moved, moved_params = relocated_rows(self.relocations)
+            branches.append(
+                sql.SQL(
+                    "SELECT m.zoid, m.path, m.parent_path, m.path_depth,"
+                    " (CASE WHEN p.zoid IS NULL THEN m.idx"
+                    " ELSE (m.idx - p.removed) || p.vals END)"
+                    " || COALESCE(%s::jsonb -> m.path, '{{}}'::jsonb) AS idx,"
+                    " CASE WHEN p.text_given THEN {vector}"
+                    " ELSE m.searchable_text END"
+                    " FROM ({moved}) AS m LEFT JOIN jsonb_to_recordset(%s) AS"
+                    " {patch_columns} ON p.zoid = m.zoid"
+                    " WHERE NOT m.zoid = ANY(%s) AND {gone}"
+                ).format(
+                    vector=patch_vector,
+                    moved=moved,
+                    patch_columns=sql.SQL(patch_columns),
+                    # ``path`` is the moved row's: the patches have none.
+                    gone=sql.SQL(" AND ").join(gone),
+                )
+            )
+            params += [
+                Jsonb(self.positions),
+                *moved_params,
+                Jsonb(list(self.patches)),
+                [row["zoid"] for row in self.rows],
+                *gone_params,
+            ]
         pending = sql.SQL(
             "SELECT p.zoid, p.path COLLATE \"C\", p.parent_path COLLATE \"C\","
             " p.path_depth, p.idx, {vector}"
@@ -394,7 +439,9 @@ def build_query(
 
     order_by, sort_clauses = _order_by(query, indexes)
     clauses += sort_clauses
-    if sort_clauses or score is None:
+    # Sorted on an index (even one every row has a value in, such as the
+    # path, which adds no clause), or ranked by relevance.
+    if _as_list(_sort_attr(query, "on")) or score is None:
         score, score_params = None, ()
     else:
         # ZCatalog orders a full-text result by relevance when it is not

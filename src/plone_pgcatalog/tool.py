@@ -49,6 +49,7 @@ from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.query import build_query
 from plone_pgcatalog.query import Overlay
 from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.relocation import relocate
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.CMFCore.indexing import processQueue
@@ -616,7 +617,8 @@ class PGCatalogTool(UniqueObject, Folder):
             path = search.path_of(conn, rid, self._site_path())
         if path is None:
             raise KeyError(rid)
-        return path
+        # A row of a subtree this transaction moved: where it is now.
+        return relocate(path, pending.relocations) if pending else path
 
     # -- index data API ---------------------------------------------------------
 

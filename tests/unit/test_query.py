@@ -197,6 +197,36 @@ def test_full_text_without_sort_is_ordered_by_relevance():
     assert "lighthouses:A" in params and "lighthouses:B" in params and "english" in params
 
 
+def test_full_text_sorted_on_the_path_is_not_ranked():
+    from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
+
+    indexes = dict(_indexes())
+    indexes["SearchableText"] = ZCTextIndex.__new__(ZCTextIndex)
+    indexes["SearchableText"].id = "SearchableText"
+    indexes["SearchableText"].meta_type = "ZCTextIndex"
+    plan = build_query(
+        {"SearchableText": "Lighthouses", "sort_on": "path"}, indexes, "/plone"
+    )
+    text, _ = _sql(plan)
+    assert "ORDER BY path ASC, zoid" in text and "score" not in text
+
+
+def test_moved_subtrees_are_read_at_their_new_paths():
+    from plone_pgcatalog.query import Overlay
+    from plone_pgcatalog.relocation import Relocation
+
+    overlay = Overlay(relocations=(Relocation("/plone/a", "/plone/b/a"),))
+    text, params = _sql(build_query({"portal_type": "a"}, _indexes(), "/plone", overlay=overlay))
+    # The other rows are read as stored, outside the moved subtree...
+    assert "NOT (path = %s OR (path >= %s AND path < %s))" in text
+    assert params[1:4] == ("/plone/a", "/plone/a/", "/plone/a0")
+    # ...the moved rows through the relocation, with its target.
+    assert "jsonb_to_recordset(%s) AS r(stored text" in text
+    moved = [p.obj for p in params if isinstance(p, Jsonb) and isinstance(p.obj, list)]
+    assert {"stored": "/plone/a", "final": "/plone/b/a", "final_parent": "/plone/b",
+            "delta": 1} in moved[0]
+
+
 def test_pending_rows_stand_in_for_the_table():
     from plone_pgcatalog.query import Overlay
 

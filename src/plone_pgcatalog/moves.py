@@ -1,0 +1,200 @@
+"""Moves and renames of folders: descendants' paths rewritten set-based.
+
+Owns: the catalog side of ``IObjectWillBeMovedEvent`` and
+``IObjectMovedEvent`` when an object changes place (cut/paste, rename,
+plone.api ``move``/``rename``, restapi ``@move``); additions and removals
+are not moves and are left to CMFCore.
+
+What CMF does for a moved folder: the events are dispatched to every
+descendant, and CMFCore's ``handleContentishEvent`` queues, for each one,
+an unindex at its old path and a full reindex at its new one (through
+Plone's ``indexObject``, which also sets each descendant's modification
+date).  ZCatalog then reads every index of every descendant again.
+
+What happens here instead:
+
+- the moved root records the move in the transaction's pending changes
+  (``PendingCatalog.move``): the commit rewrites ``path``,
+  ``parent_path`` and ``path_depth`` of every stored row of the subtree in
+  one statement, and searches before the commit see them moved;
+- the unindex queued for each descendant is dropped: its row moves, it
+  does not disappear;
+- the full reindex queued for each descendant becomes a partial one of the
+  indexes a move can change (``indexes_to_reread``): not the path indexes
+  (the statement moves them), nor full text, ``object_provides`` or the
+  item's position among its siblings, which do not depend on where the
+  subtree lies, nor the security indexes when the new parent grants
+  exactly what the old one granted.  The rest (cheap attribute reads, the
+  modification date Plone has just set) and the metadata are read again.
+
+The root itself is cataloged in full, as always.  If another change of the
+same object is queued in the transaction, CMFCore's queue merges it with
+the partial reindex (a full reindex wins), so nothing is lost.
+
+Must not touch SQL or connections.
+"""
+
+from __future__ import annotations
+
+from AccessControl.PermissionRole import rolesForPermissionOn
+from Acquisition import aq_base
+from plone_pgcatalog.interfaces import IPGCatalogTool
+from Products.CMFCore.indexing import getQueue
+from Products.CMFCore.indexing import processQueue
+from Products.CMFCore.indexing import REINDEX
+from Products.CMFCore.indexing import UNINDEX
+from Products.CMFCore.utils import getToolByName
+from zope.lifecycleevent.interfaces import IObjectMovedEvent
+from OFS.interfaces import IObjectWillBeMovedEvent
+from zope.proxy import getProxiedObject
+from zope.proxy import isProxy
+
+#: Index types whose values a move never changes for a descendant: the
+#: path (rewritten in SQL), the words of a text, the position in its
+#: (moved along) parent.
+UNMOVED_TYPES = frozenset(
+    {"ExtendedPathIndex", "PathIndex", "ZCTextIndex", "GopipIndex"}
+)
+#: Indexes by name that a move never changes: what the object provides.
+UNMOVED_NAMES = frozenset({"object_provides"})
+
+#: The permission Plone's ``allowedRolesAndUsers`` indexer reads.
+_SECURITY_PERMISSION = "Access contents information"
+
+
+def _catalog(context):
+    catalog = getToolByName(context, "portal_catalog", None)
+    if catalog is None or not IPGCatalogTool.providedBy(catalog):
+        return None
+    return catalog
+
+
+def _is_move(event) -> bool:
+    return event.oldParent is not None and event.newParent is not None
+
+
+def _path(obj) -> str:
+    return "/".join(obj.getPhysicalPath())
+
+
+def same_security(old_parent, new_parent) -> bool:
+    """Whether the two parents give their contents the same access.
+
+    What a descendant acquires from above the moved root is what
+    ``rolesForPermissionOn`` and the merged local roles of the root's
+    parent give; when both are equal, no descendant's security index can
+    change.
+    """
+    if aq_base(old_parent) is aq_base(new_parent):
+        return True
+
+    def context(parent):
+        roles = frozenset(rolesForPermissionOn(_SECURITY_PERMISSION, parent))
+        acl_users = getToolByName(parent, "acl_users", None)
+        local = getattr(acl_users, "_getAllLocalRoles", None)
+        local_roles = local(parent) if local is not None else {}
+        return roles, {user: frozenset(r) for user, r in local_roles.items()}
+
+    return context(old_parent) == context(new_parent)
+
+
+def indexes_to_reread(catalog, security_changed: bool) -> list[str]:
+    """The indexes read again for a descendant of a moved folder."""
+    security = set(getattr(catalog, "_cmf_security_indexes", ()))
+    security.add("allowedRolesAndUsers")
+    names = []
+    for name, index in catalog.getIndexDefinitions().items():
+        if index.meta_type in UNMOVED_TYPES or name in UNMOVED_NAMES:
+            continue
+        if name in security and not security_changed:
+            continue
+        names.append(name)
+    return sorted(names)
+
+
+def _queued_last(obj, operations: tuple[int, ...]) -> int | None:
+    """Position of the newest queue entry of ``obj`` with one of
+    ``operations`` (unindex entries hold a proxy of the object)."""
+    state = getQueue().getState()
+    for position in range(len(state) - 1, -1, -1):
+        operation, queued = state[position][:2]
+        if isProxy(queued):
+            queued = getProxiedObject(queued)
+        if queued is obj and operation in operations:
+            return position
+    return None
+
+
+def catalog_moves(obj, event) -> None:
+    """Subscriber for ``(IContentish, IObjectEvent)``.
+
+    Registered for exactly what CMFCore's ``handleContentishEvent`` is
+    registered for, and after it (CMFCore's ZCML loads first), so that the
+    queue entry CMFCore makes for a descendant is there to be changed.
+    """
+    if IObjectWillBeMovedEvent.providedBy(event):
+        object_will_move(obj, event)
+    elif IObjectMovedEvent.providedBy(event):
+        object_moved(obj, event)
+
+
+def object_will_move(obj, event) -> None:
+    """Before a move: the root records it, descendants keep their rows."""
+    if not _is_move(event):
+        return
+    catalog = _catalog(event.object)
+    if catalog is None:
+        return
+    if obj is event.object:
+        old = _path(obj)
+        new = f"{_path(event.newParent)}/{event.newName}"
+        if old == new:
+            return
+        # Queued changes name paths from before the move: apply them now.
+        processQueue()
+        catalog._pending().move(old, new)
+        return
+    # CMFCore queued an unindex at the old path just before this
+    # subscriber (same event, registered after it): the row moves instead.
+    position = _queued_last(obj, (UNINDEX,))
+    if position is not None:
+        state = getQueue().getState()
+        del state[position]
+        getQueue().setState(state)
+
+
+def object_moved(obj, event) -> None:
+    """After a move: descendants are read again only where a move matters."""
+    if not _is_move(event) or obj is event.object:
+        return
+    catalog = _catalog(event.object)
+    if catalog is None:
+        return
+    position = _queued_last(obj, (REINDEX,))
+    if position is None:
+        return
+    state = getQueue().getState()
+    operation, queued, attributes, metadata = state[position]
+    if attributes:
+        return  # already a partial reindex, not CMFCore's full one
+    state[position] = (
+        operation,
+        queued,
+        indexes_to_reread(catalog, _security_changed(event)),
+        metadata,
+    )
+    getQueue().setState(state)
+
+
+#: ``(event, security changed)`` of the last move: one event is dispatched
+#: to every descendant in turn, the parents are compared once.
+_last_move: tuple = (None, False)
+
+
+def _security_changed(event) -> bool:
+    global _last_move
+    last_event, changed = _last_move
+    if last_event is not event:
+        changed = not same_security(event.oldParent, event.newParent)
+        _last_move = (event, changed)
+    return changed

@@ -1,0 +1,157 @@
+"""Subtrees moved in one transaction, as set-based SQL over stored rows.
+
+Owns: turning the moves and renames of a transaction (``(old root, new
+root)`` in the order they happened) into ``Relocation`` entries that say,
+for rows as PostgreSQL stores them, where they are now; and the SQL that
+applies them: one ``UPDATE`` at commit (``RELOCATE``), and the same
+mapping as a row source for searches made before the commit
+(``relocated_rows``).
+
+Why a composition and not one statement per move: before the commit,
+searches must see stored rows where the transaction has put them, which
+may take several moves (a folder renamed twice, a subtree moved into a
+folder that moves next).  A stored row at path ``p`` is at ``final +
+p[len(stored):]`` for the relocation with the longest ``stored`` prefix of
+``p``; rows under no ``stored`` prefix did not move.
+
+Rows the transaction catalogs in full are written with their current path
+and are left out of the relocation (a new object may take a path a moved
+one had).
+
+Pure: no database, no Zope objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.paths import path_depth
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+
+@dataclass(frozen=True)
+class Relocation:
+    """Stored rows at and below ``stored`` now lie at and below ``final``."""
+
+    stored: str
+    final: str
+
+    def as_json(self) -> dict:
+        return {
+            "stored": self.stored,
+            "final": self.final,
+            "final_parent": parent_of(self.final),
+            "delta": path_depth(self.final) - path_depth(self.stored),
+        }
+
+
+def parent_of(path: str) -> str:
+    """The parent path, as extraction stores it (``/`` for a top item)."""
+    return path.rsplit("/", 1)[0] or "/"
+
+
+def moved_path(path: str, old: str, new: str) -> str | None:
+    """``path`` after moving ``old`` to ``new``; None if it is not below."""
+    if path == old:
+        return new
+    if path.startswith(old + "/"):
+        return new + path[len(old) :]
+    return None
+
+
+def _strictly_below(path: str, root: str) -> bool:
+    return path.startswith(root + "/")
+
+
+def compose(moves: Iterable[tuple[str, str]]) -> tuple[Relocation, ...]:
+    """The net effect of ``moves`` on stored rows (see module docstring)."""
+    mapping: list[list[str]] = []  # [stored prefix, where it is now]
+    for old, new in moves:
+        before = [tuple(entry) for entry in mapping]
+        for entry in mapping:
+            stored, current = entry
+            moved = moved_path(current, old, new)
+            if moved is not None:
+                entry[1] = moved
+            elif _strictly_below(old, current):
+                # A folder inside a subtree moved earlier: its stored rows
+                # lie below the matching part of the earlier stored prefix.
+                inner = stored + old[len(current) :]
+                if not any(s == inner for s, _ in mapping):
+                    mapping.append([inner, new])
+        # Stored rows still at ``old``: those under no earlier prefix that
+        # contains ``old`` (rows under such a prefix were moved elsewhere).
+        if not any(old == s or _strictly_below(old, s) for s, _ in before):
+            mapping.append([old, new])
+    return tuple(Relocation(stored, final) for stored, final in mapping)
+
+
+def relocate(path: str, relocations: Iterable[Relocation]) -> str:
+    """Where a row stored at ``path`` is now."""
+    best = None
+    for relocation in relocations:
+        if path == relocation.stored or _strictly_below(path, relocation.stored):
+            if best is None or len(relocation.stored) > len(best.stored):
+                best = relocation
+    if best is None:
+        return path
+    return best.final + path[len(best.stored) :]
+
+
+def unmoved_clause(relocations: Iterable[Relocation]) -> tuple[sql.Composable, list]:
+    """Stored rows that no relocation touches (index-served conditions)."""
+    parts, params = [], []
+    for relocation in relocations:
+        clause, values = path_clause(relocation.stored, -1)
+        parts.append(sql.SQL("NOT ") + clause)
+        params += values
+    if not parts:
+        return sql.SQL("TRUE"), []
+    return sql.SQL(" AND ").join(parts), params
+
+
+# Each stored row below a relocated prefix, with the longest such prefix:
+# ``zoid`` and its path, parent path and depth where the row is now.  The
+# prefix conditions match the B-tree on ``path`` (see ``path_clause``).
+_MATCHES = sql.SQL(
+    "SELECT DISTINCT ON (s.zoid) s.zoid,"
+    " (r.final || substr(s.path, length(r.stored) + 1)) COLLATE \"C\" AS path,"
+    " (CASE WHEN s.path = r.stored THEN r.final_parent"
+    " ELSE r.final || substr(s.parent_path, length(r.stored) + 1) END)"
+    " COLLATE \"C\" AS parent_path,"
+    " s.path_depth + r.delta AS path_depth{extra}"
+    " FROM object_state AS s JOIN jsonb_to_recordset(%s) AS"
+    " r(stored text, final text, final_parent text, delta integer)"
+    " ON s.path = r.stored COLLATE \"C\""
+    " OR (s.path >= (r.stored || '/') COLLATE \"C\""
+    " AND s.path < (r.stored || '0') COLLATE \"C\")"
+    " WHERE s.idx IS NOT NULL{excluded}"
+    " ORDER BY s.zoid, length(r.stored) DESC"
+)
+
+#: Moves the stored rows of relocated subtrees, except the zoids given
+#: (rows written in full by the same commit carry their current path).
+#: Parameters: the relocations (JSON), the zoids to leave alone.
+RELOCATE = sql.SQL(
+    "UPDATE object_state AS o SET path = m.path, parent_path = m.parent_path,"
+    " path_depth = m.path_depth FROM ({}) AS m WHERE o.zoid = m.zoid"
+).format(
+    _MATCHES.format(
+        extra=sql.SQL(""), excluded=sql.SQL(" AND NOT s.zoid = ANY(%s)")
+    )
+)
+
+
+def relocate_params(relocations: Iterable[Relocation], keep: list[int]) -> tuple:
+    return (Jsonb([r.as_json() for r in relocations]), keep)
+
+
+def relocated_rows(relocations: Iterable[Relocation]) -> tuple[sql.Composed, list]:
+    """The stored rows of relocated subtrees where they are now:
+    ``zoid, path, parent_path, path_depth, idx, searchable_text``."""
+    statement = _MATCHES.format(
+        extra=sql.SQL(", s.idx, s.searchable_text"), excluded=sql.SQL("")
+    )
+    return statement, [Jsonb([r.as_json() for r in relocations])]

@@ -1,0 +1,330 @@
+"""Moves and renames of folders: paths rewritten set-based (``moves.py``).
+
+A rename or move of a folder with descendants rewrites the stored rows'
+paths in one statement at commit; descendants are read again only for the
+indexes a move can change (never full text); the root is cataloged in
+full.  Searches before the commit see the subtree where it is now, and
+after the commit the catalog equals a fresh rebuild.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import extraction
+from plone_pgcatalog import processor
+from plone_pgcatalog.connection import ddl_connection
+from plone_pgcatalog.relocation import RELOCATE
+
+import pytest
+import transaction
+
+
+def _tree(portal, children: int = 3, grandchildren: int = 2):
+    """``/plone/a`` with pages and subfolders, and an empty ``/plone/b``."""
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    a = api.content.create(container=portal, type="Folder", id="a", title="A")
+    api.content.create(container=portal, type="Folder", id="b", title="B")
+    for i in range(children):
+        sub = api.content.create(
+            container=a, type="Folder", id=f"f{i}", title=f"Sub {i} rhubarb"
+        )
+        api.content.create(container=a, type="Document", id=f"p{i}", title=f"P{i}")
+        for j in range(grandchildren):
+            api.content.create(
+                container=sub, type="Document", id=f"d{j}", title=f"Deep {j} rhubarb"
+            )
+    transaction.commit()
+    return a
+
+
+def _paths(**query) -> list[str]:
+    catalog = api.portal.get_tool("portal_catalog")
+    return sorted(b.getPath() for b in catalog.unrestrictedSearchResults(**query))
+
+
+def _stored_rows(portal) -> dict[str, tuple]:
+    """Every stored catalog row of the site: path -> (parent, depth, idx, meta)."""
+    with ddl_connection(portal.portal_catalog) as conn:
+        rows = conn.execute(
+            "SELECT path, parent_path, path_depth, idx, meta, searchable_text::text"
+            " FROM object_state WHERE idx IS NOT NULL AND path LIKE '/plone%'"
+        ).fetchall()
+    return {row[0]: row[1:] for row in rows}
+
+
+def _without_times(rows: dict) -> dict:
+    """Rows with the values that carry the time of cataloging left out."""
+    timely = ("modified", "Date", "ModificationDate")
+    return {
+        path: (
+            parent,
+            depth,
+            {k: v for k, v in idx.items() if k not in timely},
+            {k: v for k, v in meta.items() if k not in timely},
+            text,
+        )
+        for path, (parent, depth, idx, meta, text) in rows.items()
+    }
+
+
+class _Spy:
+    """Counts calls of a function and the SQL statements the commit runs."""
+
+    def __init__(self, monkeypatch):
+        self.full_rows: list[str] = []
+        self.patches: list[tuple[str, frozenset]] = []
+        self.relocations = 0
+        real_row, real_patch = extraction.extract_row, extraction.extract_patch
+
+        def extract_row(zoid, path, *args, **kw):
+            self.full_rows.append(path)
+            return real_row(zoid, path, *args, **kw)
+
+        def extract_patch(zoid, path, indexes, only, *args, **kw):
+            self.patches.append((path, frozenset(only)))
+            return real_patch(zoid, path, indexes, only, *args, **kw)
+
+        from plone_pgcatalog import tool
+
+        monkeypatch.setattr(tool, "extract_row", extract_row)
+        monkeypatch.setattr(tool, "extract_patch", extract_patch)
+        real_finalize = processor.CatalogStateProcessor.finalize
+        spy = self
+
+        class CountingCursor:
+            def __init__(self, cursor):
+                self._cursor = cursor
+
+            def execute(self, statement, *args, **kw):
+                if statement is RELOCATE:
+                    spy.relocations += 1
+                return self._cursor.execute(statement, *args, **kw)
+
+            def __getattr__(self, name):
+                return getattr(self._cursor, name)
+
+        def finalize(self, cursor):
+            return real_finalize(self, CountingCursor(cursor))
+
+        monkeypatch.setattr(processor.CatalogStateProcessor, "finalize", finalize)
+
+
+def test_rename_moves_every_descendant_in_one_statement(pg_layer, monkeypatch):
+    portal = pg_layer["portal"]
+    _tree(portal, children=4, grandchildren=3)
+    spy = _Spy(monkeypatch)
+    api.content.rename(obj=portal["a"], new_id="renamed")
+    transaction.commit()
+    # The root in full (and its parent: its contents changed), the
+    # descendants partially, never their full text.
+    assert "/plone/renamed" in spy.full_rows
+    assert [p for p in spy.full_rows if p.startswith("/plone/renamed/")] == []
+    descendants = {path for path, _ in spy.patches}
+    assert len(descendants) == 4 + 4 + 4 * 3
+    for _path, names in spy.patches:
+        assert "SearchableText" not in names and "path" not in names
+        assert "allowedRolesAndUsers" not in names  # same parent
+        assert "modified" in names  # Plone sets it on every descendant
+    assert spy.relocations == 1
+    assert _paths(path="/plone/a") == []
+    assert len(_paths(path="/plone/renamed")) == 1 + 4 + 4 + 12
+    assert _paths(path={"query": "/plone/renamed/f1", "depth": 1}) == [
+        f"/plone/renamed/f1/d{j}" for j in range(3)
+    ]
+    assert "/plone/renamed/f2/d0" in _paths(SearchableText="rhubarb")
+
+
+def test_after_a_move_the_catalog_equals_a_fresh_rebuild(pg_layer):
+    portal = pg_layer["portal"]
+    _tree(portal)
+    api.content.move(source=portal["a"], target=portal["b"])
+    api.content.rename(obj=portal["b"]["a"]["f0"], new_id="g0")
+    transaction.commit()
+    moved = _without_times(_stored_rows(portal))
+    portal.portal_catalog.clearFindAndRebuild()
+    transaction.commit()
+    assert _without_times(_stored_rows(portal)) == moved
+    assert "/plone/b/a/g0/d1" in moved
+
+
+def test_searches_before_the_commit_see_the_subtree_moved(pg_layer):
+    portal = pg_layer["portal"]
+    _tree(portal)
+    api.content.move(source=portal["a"], target=portal["b"])
+    assert _paths(path="/plone/a") == []
+    assert _paths(path={"query": "/plone/b/a", "depth": 1}) == sorted(
+        [f"/plone/b/a/f{i}" for i in range(3)] + [f"/plone/b/a/p{i}" for i in range(3)]
+    )
+    assert _paths(path={"query": "/plone/b", "depth": 2}) == sorted(
+        ["/plone/b", "/plone/b/a"]
+        + [f"/plone/b/a/f{i}" for i in range(3)]
+        + [f"/plone/b/a/p{i}" for i in range(3)]
+    )
+    assert "/plone/b/a/f0/d0" in _paths(Title="Deep")
+    # Sorted on position, as the navigation asks.
+    catalog = api.portal.get_tool("portal_catalog")
+    ordered = [
+        b.getId
+        for b in catalog(
+            path={"query": "/plone/b/a", "depth": 1}, sort_on="getObjPositionInParent"
+        )
+    ]
+    assert ordered == ["f0", "p0", "f1", "p1", "f2", "p2"]
+
+
+def test_moves_in_a_row_and_a_new_folder_at_the_old_path(pg_layer):
+    portal = pg_layer["portal"]
+    _tree(portal, children=2, grandchildren=1)
+    api.content.rename(obj=portal["a"], new_id="x")
+    api.content.move(source=portal["x"], target=portal["b"])
+    # A new folder where the moved one was, with a child of the same name.
+    a = api.content.create(container=portal, type="Folder", id="a", title="New A")
+    api.content.create(container=a, type="Document", id="p0", title="New P0")
+    expected = sorted(
+        ["/plone/b", "/plone/b/x", "/plone/b/x/f0", "/plone/b/x/f0/d0"]
+        + ["/plone/b/x/f1", "/plone/b/x/f1/d0", "/plone/b/x/p0", "/plone/b/x/p1"]
+    )
+    assert _paths(path="/plone/b") == expected
+    assert _paths(path="/plone/a") == ["/plone/a", "/plone/a/p0"]
+    transaction.commit()
+    assert _paths(path="/plone/b") == expected
+    assert _paths(path="/plone/a") == ["/plone/a", "/plone/a/p0"]
+    assert [b.Title for b in api.content.find(path="/plone/a/p0")] == ["New P0"]
+    assert [b.Title for b in api.content.find(path="/plone/b/x/p0")] == ["P0"]
+
+
+def test_a_folder_moved_out_of_a_moved_folder(pg_layer):
+    portal = pg_layer["portal"]
+    _tree(portal, children=2, grandchildren=2)
+    api.content.move(source=portal["a"], target=portal["b"])
+    api.content.move(source=portal["b"]["a"]["f1"], target=portal)
+    api.content.rename(obj=portal["b"], new_id="c")
+    expected = {
+        "/plone/c/a/f0/d0",
+        "/plone/c/a/f0/d1",
+        "/plone/f1/d0",
+        "/plone/f1/d1",
+    }
+    assert expected <= set(_paths(Title="Deep"))
+    transaction.commit()
+    assert set(_paths(Title="Deep")) == expected
+    assert _paths(path="/plone/a") == [] and _paths(path="/plone/b") == []
+
+
+def test_a_move_rolled_back_to_a_savepoint_or_aborted(pg_layer):
+    portal = pg_layer["portal"]
+    _tree(portal, children=2, grandchildren=1)
+    before = _paths(path="/plone")
+    savepoint = transaction.savepoint()
+    api.content.rename(obj=portal["a"], new_id="gone")
+    assert _paths(path="/plone/gone")
+    savepoint.rollback()
+    assert _paths(path="/plone") == before
+    transaction.commit()
+    assert _paths(path="/plone") == before
+    api.content.rename(obj=portal["a"], new_id="gone")
+    transaction.abort()
+    assert _paths(path="/plone") == before
+
+
+def test_an_edit_queued_before_a_move_is_kept(pg_layer, monkeypatch):
+    portal = pg_layer["portal"]
+    _tree(portal, children=1, grandchildren=1)
+    page = portal["a"]["f0"]["d0"]
+    page.title = "Edited before the move"
+    page.reindexObject()
+    spy = _Spy(monkeypatch)
+    api.content.move(source=portal["a"], target=portal["b"])
+    # The queued edit is cataloged before the move, then its row moves.
+    assert "/plone/a/f0/d0" in spy.full_rows
+    assert _paths(Title="Edited") == ["/plone/b/a/f0/d0"]
+    transaction.commit()
+    assert _paths(Title="Edited") == ["/plone/b/a/f0/d0"]
+
+
+def test_moved_into_a_shared_folder_the_security_is_read_again(pg_layer, monkeypatch):
+    portal = pg_layer["portal"]
+    _tree(portal, children=1, grandchildren=1)
+    api.user.create(email="m@example.org", username="member2", password="secret-Pw1!")
+    portal["b"].manage_setLocalRoles("member2", ["Reader"])
+    portal["b"].reindexObjectSecurity()
+    transaction.commit()
+    spy = _Spy(monkeypatch)
+    api.content.move(source=portal["a"], target=portal["b"])
+    transaction.commit()
+    assert all("allowedRolesAndUsers" in names for _path, names in spy.patches)
+    catalog = portal.portal_catalog
+    brains = catalog.unrestrictedSearchResults(
+        allowedRolesAndUsers="user:member2", path="/plone/b/a"
+    )
+    assert sorted(b.getPath() for b in brains) == [
+        "/plone/b/a",
+        "/plone/b/a/f0",
+        "/plone/b/a/f0/d0",
+        "/plone/b/a/p0",
+    ]
+
+
+def _move_scenario(layer) -> list:
+    """Moves and renames, then what a battery of queries finds, as Manager."""
+    portal = layer["portal"]
+    _tree(portal, children=3, grandchildren=2)
+    catalog = api.portal.get_tool("portal_catalog")
+    answers = []
+
+    def record():
+        for query in (
+            {"path": "/plone", "sort_on": "path"},
+            {"path": {"query": "/plone/b", "depth": 1}},
+            {"path": {"query": "/plone/b/a", "depth": 1}, "sort_on": "getObjPositionInParent"},
+            {"path": {"query": "/plone/b/x", "depth": -1}, "sort_on": "sortable_title"},
+            {"SearchableText": "rhubarb", "sort_on": "path"},
+            {"portal_type": "Document", "path": "/plone/b", "sort_on": "getId"},
+            {"getId": "a"},
+            {"getId": "x"},
+            {"Title": "Deep", "sort_on": "path"},
+        ):
+            found = catalog.unrestrictedSearchResults(**query)
+            answers.append(
+                (repr(query), [(b.getPath(), b.getId, b.Title) for b in found])
+            )
+
+    api.content.move(source=portal["a"], target=portal["b"])
+    record()
+    transaction.commit()
+    record()
+    api.content.rename(obj=portal["b"]["a"], new_id="x")
+    portal["b"]["x"].moveObjectsToTop(["p2"])
+    record()
+    transaction.commit()
+    record()
+    api.content.move(source=portal["b"]["x"]["f1"], target=portal)
+    api.content.copy(source=portal["f1"], target=portal["b"]["x"], id="f1copy")
+    api.content.delete(obj=portal["b"]["x"]["f0"])
+    record()
+    transaction.commit()
+    record()
+    return answers
+
+
+def test_moves_equal_zcatalog():
+    from tests.conftest import collect_in
+
+    expected = collect_in("zcatalog", _move_scenario)
+    found = collect_in("pg", _move_scenario)
+    assert len(found) == len(expected)
+    for (query, oracle), (_, answer) in zip(expected, found):
+        assert answer == oracle, query
+
+
+def test_getpath_of_a_moved_row_before_the_commit(pg_layer):
+    portal = pg_layer["portal"]
+    _tree(portal, children=1, grandchildren=1)
+    catalog = portal.portal_catalog
+    rid = catalog.getrid("/plone/a/f0/d0")
+    api.content.rename(obj=portal["a"], new_id="z")
+    assert catalog.getpath(rid) == "/plone/z/f0/d0"
+    transaction.commit()
+    assert catalog.getpath(rid) == "/plone/z/f0/d0"
