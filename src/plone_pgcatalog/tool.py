@@ -336,6 +336,7 @@ class PGCatalogTool(UniqueObject, Folder):
         zoid = self._zoid_of(content, path)
         if zoid is None:
             return
+        _read_current(content)
         definitions = self.getIndexDefinitions()
         if idxs:
             for name in idxs:
@@ -688,6 +689,24 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getobject(self, rid: int, REQUEST=None):
         return self.unrestrictedTraverse(self.getpath(rid))
+
+
+def _read_current(content) -> None:
+    """Have the commit check that ``content`` is still as it was read.
+
+    A catalog row is read from the object; when the transaction does not
+    store the object (a reindex of an unchanged object, a partial reindex,
+    a rebuild), no write conflict would stop a row read from an older
+    version from overwriting the row of a newer one that another
+    transaction committed meanwhile.  ZODB's read-conflict check does: the
+    commit fails with a ``ConflictError`` and the publisher retries, as
+    ZCatalog's BTrees conflict in such a case.  Objects the transaction
+    stores are checked by their write anyway (ZODB skips them here).
+    """
+    base = aq_base(content)
+    jar = getattr(base, "_p_jar", None)
+    if jar is not None and base._p_oid is not None and base._p_serial is not None:
+        jar.readCurrent(base)
 
 
 def _site_languages() -> list[str]:

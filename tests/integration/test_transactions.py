@@ -230,6 +230,31 @@ def test_two_writers_editing_pages_of_one_folder_both_commit(pg_layer):
     assert _found(portal) == committed
 
 
+def test_a_reindex_of_an_object_changed_meanwhile_conflicts(pg_layer):
+    """A reindex that stores no object (here a partial one) read the page
+    before another transaction changed and committed it: committing the
+    older values would overwrite the newer row, so the commit conflicts
+    and the retry catalogs the current page."""
+    portal = pg_layer["portal"]
+    _site(portal)
+    db = pg_layer["pgdb"]
+    page = portal.f.a
+    page.title  # read now, before the other writer
+    page.reindexObject(idxs=["Title"])
+    processQueue()
+    _in_other_thread(db, lambda p: _retitle(p, "f/a", "Newer"))
+    with pytest.raises(ConflictError) as info:
+        transaction.commit()
+    assert info.value.oid == page._p_oid
+    transaction.abort()
+    assert _committed_rows(portal)["/plone/f/a"] == "Newer"
+    transaction.begin()
+    portal.f.a.reindexObject(idxs=["Title"])
+    transaction.commit()
+    assert _committed_rows(portal)["/plone/f/a"] == "Newer"
+    assert _found(portal) == _committed_rows(portal)
+
+
 class _FailingVote:
     """A data manager that votes after the storage and refuses."""
 
