@@ -37,7 +37,11 @@ def _storage_instance(context):
     # ``_normal_storage``: during a savepoint ZODB swaps ``_storage`` for a
     # temporary store; the PostgreSQL connection stays on the real one.
     jar = _jar(context)
-    storage = getattr(jar, "_normal_storage", None) or jar._storage
+    # Never ``x or y`` on a storage: its truth is ``len()``, which for
+    # zodb-pgjsonb counts every object in PostgreSQL.
+    storage = getattr(jar, "_normal_storage", None)
+    if storage is None:
+        storage = jar._storage
     if not hasattr(storage, "pg_connection"):
         raise PGCatalogConfigurationError(
             f"the ZODB storage {storage!r} is not zodb-pgjsonb: plone_pgcatalog "

@@ -170,8 +170,16 @@ def extract_patch(
     wrapped,
     update_metadata: bool,
     default_language: str = "",
+    read_metadata: bool | None = None,
 ) -> CatalogPatch:
-    """The values of the indexes ``only`` (and the metadata) of one object."""
+    """The values of the indexes ``only`` (and the metadata) of one object.
+
+    The metadata is read when ``read_metadata`` (by default: when it is
+    to be written); a row that is not cataloged yet needs it either way,
+    which the caller knows.
+    """
+    if read_metadata is None:
+        read_metadata = update_metadata
     values = index_values(indexes, wrapped, only)
     text_given = "SearchableText" in only and "SearchableText" in indexes
     searchable_text = values.pop("SearchableText", None)
@@ -183,7 +191,9 @@ def extract_patch(
         path=path,
         values=values,
         removed=tuple(name for name in removed if name != "SearchableText"),
-        meta=metadata_values(columns, wrapped),
+        # Not read when it will not be written (ZCatalog does not either):
+        # reindexObjectSecurity asks for that, on every object of a subtree.
+        meta=metadata_values(columns, wrapped) if read_metadata else {},
         update_metadata=bool(update_metadata),
         text_given=text_given,
         searchable_text=searchable_text,

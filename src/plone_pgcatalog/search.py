@@ -116,9 +116,32 @@ def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | N
     return (row[0], row[1]) if row else (None, None)
 
 
+_IS_CATALOGED = sql.SQL(
+    "SELECT EXISTS (SELECT 1 FROM object_state WHERE zoid = %s AND idx IS NOT NULL)"
+)
+
+
+def is_cataloged(conn: psycopg.Connection, zoid: int) -> bool:
+    """Whether the stored row of ``zoid`` is cataloged."""
+    with _cursor(conn) as cursor:
+        cursor.execute(_IS_CATALOGED, (zoid,))
+        return bool(cursor.fetchone()[0])
+
+
 def read_counter(conn: psycopg.Connection) -> int:
     """The catalog's change counter (moves with every cataloging commit)."""
     with _cursor(conn) as cursor:
         cursor.execute(READ_COUNTER)
         row = cursor.fetchone()
     return row[0] if row else 0
+
+
+_SNAPSHOT_TID = sql.SQL("SELECT COALESCE(max(tid), 0) FROM transaction_log")
+
+
+def snapshot_tid(conn: psycopg.Connection) -> int:
+    """The last ZODB transaction the connection's snapshot sees (zodb-pgjsonb's
+    ``transaction_log``): objects stored after it have a greater ``tid``."""
+    with _cursor(conn) as cursor:
+        cursor.execute(_SNAPSHOT_TID)
+        return cursor.fetchone()[0]

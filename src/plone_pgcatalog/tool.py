@@ -351,6 +351,8 @@ class PGCatalogTool(UniqueObject, Folder):
                 wrapped,
                 update_metadata=bool(update_metadata),
                 default_language=_site_languages()[0],
+                # ZCatalog gives a new row its metadata in any case.
+                read_metadata=bool(update_metadata) or not self._has_row(zoid),
             )
             self._pending().patch(patch)
             return
@@ -365,6 +367,18 @@ class PGCatalogTool(UniqueObject, Folder):
         # ``pghandler`` is ZCatalog's signature; progress is reported by the
         # loops that catalog many objects (maintenance.py), as in ZCatalog.
         self._pending().catalog(row)
+
+    def _has_row(self, zoid: int) -> bool:
+        """Whether ``zoid`` is cataloged, pending rows included."""
+        pending = current_pending()
+        if pending and zoid in pending.rows:
+            return True
+        conn = connection.read_connection(self)
+        try:
+            with conn.transaction():
+                return search.is_cataloged(conn, zoid)
+        except psycopg.errors.UndefinedColumn:
+            return False  # no catalog column yet: nothing is cataloged
 
     def _zoid_of(self, content, path: str) -> int | None:
         """The object's oid as an int; assigns one to a new object."""

@@ -154,3 +154,45 @@ def test_a_local_role_on_a_folder_reaches_its_subtree(pg_layer):
     transaction.commit()
     login(portal, "reader")
     assert sorted(_find(path="/plone/f")) == ["d", "f"]
+
+
+def test_a_security_reindex_reads_no_metadata(pg_layer, monkeypatch):
+    """CMFCore's ``reindexObjectSecurity`` passes ``update_metadata=0``:
+    as ZCatalog, the metadata is neither read nor written."""
+    from plone_pgcatalog import extraction
+
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    calls = []
+    real = extraction.metadata_values
+
+    def counting(columns, wrapped):
+        calls.append(wrapped)
+        return real(columns, wrapped)
+
+    monkeypatch.setattr(extraction, "metadata_values", counting)
+    page.title = "Not reindexed"
+    page.manage_setLocalRoles("someone", ["Reader"])
+    page.reindexObjectSecurity()
+    transaction.commit()
+    assert calls == []
+    brain = portal.portal_catalog.unrestrictedSearchResults(
+        allowedRolesAndUsers="user:someone"
+    )[0]
+    assert brain.Title == "Old title"
+
+
+def test_a_new_row_gets_its_metadata_without_update_metadata(pg_layer):
+    """ZCatalog gives an object it did not hold its metadata even when
+    ``update_metadata`` is false."""
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    catalog = portal.portal_catalog
+    catalog.uncatalog_object("/plone/p")
+    transaction.commit()
+    assert _find(Subject="a") == []
+    catalog.catalog_object(page, idxs=["Subject"], update_metadata=0)
+    transaction.commit()
+    # Only Subject is indexed (no security terms): unrestricted, as ZCatalog.
+    brain = catalog.unrestrictedSearchResults(Subject="a")[0]
+    assert brain.Title == "Old title" and brain.Subject == ("a",)
