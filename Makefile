@@ -20,7 +20,7 @@ PYTHON ?= $(shell \
 	     ls -d "$$(pyenv root)"/versions/3.12.*/bin/python | sort -V | tail -n 1; \
 	else echo python3.12; fi)
 
-.PHONY: help install run test lint constraints clean
+.PHONY: help install run test lint constraints clean bench
 
 help:
 	@echo "make run | make test | make lint | make clean"
@@ -42,6 +42,13 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest tests
+
+# Benchmark against RelStorage + ZCatalog (benchmarks/README.rst); never part
+# of `make test`.  DOCS=10000 for the large run; BENCH_ARGS=--dsn=... etc.
+DOCS ?= 500
+bench: $(BIN)/python
+	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test,run,bench]"
+	$(BIN)/python benchmarks/run.py --docs $(DOCS) $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/python -m pip install -q black isort flake8 codespell zpretty

@@ -1,0 +1,335 @@
+"""The read scenarios and how they are timed.
+
+Owns: the catalog queries of the benchmark (the same on both backends),
+what is done with their results (``ids``: ``len()`` and ``getPath()`` of the
+window; ``metadata``: the same plus ``Title`` and ``review_state``), and
+the timing loop: every iteration is one "request" (a connection from the
+pool, a new transaction, a request object, the user), and only the search
+and the reading of the results are timed.
+
+Also: ZODB objects each scenario loads (``Connection.getTransferCounts``)
+warm and with a cold connection cache, and, on the pgcatalog backend, the
+SQL each scenario runs, for EXPLAIN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from dataclasses import field
+
+import statistics
+import time
+
+#: Brains read per query (a listing page).
+WINDOW = 20
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    #: the query, given the site's physical path
+    query: Callable[[str], dict]
+    anonymous: bool = False
+    #: which brains are read: ``results[start:start + WINDOW]``
+    start: int = 0
+    sort_limit: int | None = None
+
+
+def _complex(site: str) -> dict:
+    return {
+        "portal_type": "Document",
+        "review_state": "published",
+        "Subject": {"query": ["quantum", "copper"], "operator": "or"},
+        "sort_on": "modified",
+        "sort_order": "reverse",
+        "sort_limit": WINDOW,
+    }
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "simple",
+        "Simple field match (portal_type=Document)",
+        lambda site: {"portal_type": "Document"},
+    ),
+    Scenario(
+        "complex",
+        "Multi-index: type + state + Subject, sort on modified, limit 20",
+        _complex,
+    ),
+    Scenario(
+        "fulltext",
+        "Full text (SearchableText='glacier')",
+        lambda site: {"SearchableText": "glacier"},
+    ),
+    Scenario(
+        "navigation",
+        "Navigation: path depth=1, sort on getObjPositionInParent",
+        lambda site: {
+            "path": {"query": f"{site}/section-03", "depth": 1},
+            "sort_on": "getObjPositionInParent",
+        },
+    ),
+    Scenario(
+        "security",
+        "Security filtered: review_state=published as Anonymous",
+        lambda site: {"review_state": "published"},
+        anonymous=True,
+    ),
+    Scenario(
+        "date_paged",
+        "Sort on effective (reverse), page 2 (b_start=20, b_size=20)",
+        lambda site: {
+            "portal_type": "Document",
+            "sort_on": "effective",
+            "sort_order": "reverse",
+            "b_start": WINDOW,
+            "b_size": WINDOW,
+        },
+        start=WINDOW,
+    ),
+)
+
+MODES = ("ids", "metadata")
+
+
+def read_results(results, start: int, mode: str) -> int:
+    """What a listing does with a result: its length and the window."""
+    total = len(results)
+    for brain in results[start : start + WINDOW]:
+        brain.getPath()
+        if mode == "metadata":
+            brain.Title
+            brain.review_state
+    return total
+
+
+def run_scenario(catalog, scenario: Scenario, site_path: str, mode: str) -> int:
+    results = catalog.searchResults(scenario.query(site_path))
+    return read_results(results, scenario.start, mode)
+
+
+def page_queries(catalog, site_path: str) -> int:
+    """A page's worth of queries on one request, as Anonymous: the
+    navigation, a folder listing, a "recent items" portlet."""
+    total = 0
+    nav = catalog.searchResults(
+        {
+            "path": {"query": site_path, "depth": 1},
+            "sort_on": "getObjPositionInParent",
+        }
+    )
+    total += read_results(nav, 0, "metadata")
+    listing = catalog.searchResults(
+        {
+            "path": {"query": f"{site_path}/section-05", "depth": 1},
+            "sort_on": "getObjPositionInParent",
+            "b_start": 0,
+            "b_size": WINDOW,
+        }
+    )
+    total += read_results(listing, 0, "metadata")
+    portlet = catalog.searchResults(
+        {
+            "portal_type": "Document",
+            "sort_on": "modified",
+            "sort_order": "reverse",
+            "sort_limit": 5,
+        }
+    )
+    for brain in portlet[:5]:
+        brain.getURL()
+        brain.Title
+        brain.modified
+    return total + len(portlet)
+
+
+def unique_subjects(catalog, site_path: str) -> int:
+    return len(catalog.uniqueValuesFor("Subject"))
+
+
+@dataclass
+class Measurement:
+    name: str
+    title: str
+    mode: str
+    anonymous: bool
+    times_ms: list[float] = field(default_factory=list)
+    loads: list[int] = field(default_factory=list)
+    cold_loads: int | None = None
+    result_len: int | None = None
+
+    def summary(self) -> dict:
+        ordered = sorted(self.times_ms)
+        return {
+            "name": self.name,
+            "title": self.title,
+            "mode": self.mode,
+            "user": "Anonymous" if self.anonymous else "Manager",
+            "iterations": len(ordered),
+            "median_ms": statistics.median(ordered),
+            "p95_ms": percentile(ordered, 95),
+            "min_ms": ordered[0],
+            "max_ms": ordered[-1],
+            "loads_median": statistics.median(self.loads) if self.loads else None,
+            "cold_loads": self.cold_loads,
+            "result_len": self.result_len,
+        }
+
+
+def percentile(ordered: list[float], pct: float) -> float:
+    """Nearest-rank percentile of sorted values."""
+    if not ordered:
+        raise ValueError("no values")
+    rank = max(1, min(len(ordered), round(pct / 100.0 * len(ordered) + 0.5)))
+    return ordered[rank - 1]
+
+
+def measure(
+    session,
+    name: str,
+    title: str,
+    mode: str,
+    anonymous: bool,
+    action: Callable[[object, str], int],
+    warmup: int,
+    iterations: int,
+) -> Measurement:
+    """Warm up, then time ``action(catalog, site_path)`` once per request."""
+    result = Measurement(name, title, mode, anonymous)
+    for number in range(warmup + iterations):
+        with session.request(anonymous=anonymous) as (site, conn):
+            catalog = site.portal_catalog
+            site_path = "/".join(site.getPhysicalPath())
+            conn.getTransferCounts(clear=True)
+            started = time.perf_counter_ns()
+            length = action(catalog, site_path)
+            elapsed = (time.perf_counter_ns() - started) / 1e6
+            loads, _ = conn.getTransferCounts(clear=True)
+        if number >= warmup:
+            result.times_ms.append(elapsed)
+            result.loads.append(loads)
+        result.result_len = length
+    # Cold: every object of the connection cache is a ghost, except the
+    # site and its catalog (loaded before counting): what the query itself
+    # makes the ZODB load.
+    with session.request(anonymous=anonymous) as (site, conn):
+        conn.cacheMinimize()
+        catalog = site.portal_catalog
+        catalog._p_activate()
+        site_path = "/".join(site.getPhysicalPath())
+        conn.getTransferCounts(clear=True)
+        action(catalog, site_path)
+        result.cold_loads = conn.getTransferCounts(clear=True)[0]
+    return result
+
+
+def all_measurements(session, warmup: int, iterations: int, progress=None):
+    measurements = []
+    for scenario in SCENARIOS:
+        for mode in MODES:
+
+            def action(catalog, site_path, scenario=scenario, mode=mode):
+                return run_scenario(catalog, scenario, site_path, mode)
+
+            measurements.append(
+                measure(
+                    session,
+                    scenario.name,
+                    scenario.title,
+                    mode,
+                    scenario.anonymous,
+                    action,
+                    warmup,
+                    iterations,
+                )
+            )
+            if progress:
+                summary = measurements[-1].summary()
+                progress(
+                    f"{scenario.name}/{mode}: median {summary['median_ms']:.2f} ms"
+                )
+    measurements.append(
+        measure(
+            session,
+            "page",
+            "A page: navigation + folder listing + recent-items portlet",
+            "metadata",
+            True,
+            page_queries,
+            warmup,
+            iterations,
+        )
+    )
+    measurements.append(
+        measure(
+            session,
+            "unique_subjects",
+            "uniqueValuesFor('Subject')",
+            "ids",
+            False,
+            unique_subjects,
+            warmup,
+            iterations,
+        )
+    )
+    return measurements
+
+
+# --- EXPLAIN (pgcatalog only) --------------------------------------------------
+
+
+@contextmanager
+def captured_sql():
+    """Record the id queries ``plone_pgcatalog.search.run_search`` runs."""
+    from plone_pgcatalog import search
+
+    captured: list[tuple] = []
+    original = search.run_search
+
+    def recording(conn, plan):
+        statement, params = plan.ids_query()
+        captured.append((statement, params))
+        return original(conn, plan)
+
+    search.run_search = recording
+    try:
+        yield captured
+    finally:
+        search.run_search = original
+
+
+def explain_all(session, dsn: str) -> list[dict]:
+    """Each scenario's SQL and ``EXPLAIN (ANALYZE, BUFFERS)`` of it."""
+    from psycopg import sql
+
+    import psycopg
+
+    plans = []
+    actions = [
+        (s.name, s.anonymous, lambda c, p, s=s: run_scenario(c, s, p, "ids"))
+        for s in SCENARIOS
+    ]
+    actions.append(("page", True, page_queries))
+    with psycopg.connect(dsn, autocommit=True) as pg:
+        for name, anonymous, action in actions:
+            with captured_sql() as captured:
+                with session.request(anonymous=anonymous) as (site, conn):
+                    action(site.portal_catalog, "/".join(site.getPhysicalPath()))
+            for statement, params in captured:
+                text = statement.as_string(pg)
+                rows = pg.execute(
+                    sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params
+                ).fetchall()
+                plans.append(
+                    {
+                        "scenario": name,
+                        "sql": text,
+                        "params": [repr(p) for p in params],
+                        "explain": "\n".join(row[0] for row in rows),
+                    }
+                )
+    return plans

@@ -1,0 +1,260 @@
+"""One benchmark process: one backend, one phase.  Started by run.py.
+
+Usage::
+
+    python benchmarks/worker.py PHASE --backend NAME --dsn DSN --docs N
+                                --instance DIR --out FILE.json
+                                [--warmup 5] [--iterations 50]
+
+Phases, each in a fresh process on the same database:
+
+``create``  write zope.conf, start Zope on it, create the Plone site and
+            the documents (one commit per document, timed);
+``query``   the read scenarios (scenarios.py), peak RSS, ZODB loads, and
+            on pgcatalog the EXPLAIN of each scenario's SQL;
+``write``   the write scenarios (writes.py).
+
+Zope is started like a real instance (``make_wsgi_app`` on a zope.conf:
+site.zcml, z3c.autoinclude, the storage from ZConfig), never through a
+test layer.  Prints progress on stderr; writes its results to ``--out``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import argparse
+import backends
+import content
+import json
+import logging
+import resource
+import sys
+import time
+import warnings
+
+PHASES = ("create", "query", "write")
+
+
+def progress(message: str) -> None:
+    print(
+        f"[worker {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True
+    )
+
+
+def rss_kb(field: str = "VmRSS") -> int | None:
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class Session:
+    """A started Zope and "requests" on it: a connection from the pool, a
+    request, the site as the current site, and a user."""
+
+    def __init__(self, zope_conf: Path):
+        from Zope2.Startup.run import make_wsgi_app
+
+        import Zope2
+
+        make_wsgi_app({}, str(zope_conf))
+        self.db = Zope2.DB
+
+    @contextmanager
+    def request(self, *, anonymous: bool = False, site: bool = True):
+        from AccessControl.SecurityManagement import newSecurityManager
+        from AccessControl.SecurityManagement import noSecurityManager
+        from Testing.makerequest import makerequest
+        from zope.component.hooks import setSite
+        from zope.globalrequest import setRequest
+
+        import transaction
+
+        conn = self.db.open()
+        app = makerequest(conn.root()["Application"])
+        request = app.REQUEST
+        request["PARENTS"] = [app]
+        setRequest(request)
+        try:
+            if not anonymous:
+                user = app.acl_users.getUserById(backends.ADMIN_USER)
+                newSecurityManager(request, user.__of__(app.acl_users))
+            if site:
+                portal = app[backends.SITE_ID]
+                setSite(portal)
+                yield portal, conn
+            else:
+                yield app, conn
+        finally:
+            transaction.abort()
+            noSecurityManager()
+            setSite(None)
+            setRequest(None)
+            request.close()
+            conn.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def create_site(session: Session, backend: backends.Backend) -> float:
+    """Admin user, Plone site, reader member, sections: seconds taken."""
+    from Acquisition import aq_base
+    from Products.CMFPlone.factory import addPloneSite
+
+    import transaction
+
+    started = time.perf_counter()
+    with session.request(anonymous=True, site=False) as (app, conn):
+        users = app.acl_users
+        if users.getUserById(backends.ADMIN_USER) is None:
+            users._doAddUser(backends.ADMIN_USER, "admin-bench", ["Manager"], [])
+        transaction.commit()
+    with session.request(site=False) as (app, conn):
+        if backends.SITE_ID in app.objectIds():
+            raise RuntimeError("the database is not fresh: the site exists")
+        site = addPloneSite(
+            app,
+            backends.SITE_ID,
+            title="Benchmark site",
+            extension_ids=backend.profiles,
+            default_language="en",
+        )
+        site.portal_workflow.setDefaultChain("simple_publication_workflow")
+        site.acl_users.source_users.addUser(
+            backends.READER_USER, backends.READER_USER, "reader-bench-pw"
+        )
+        transaction.commit()
+    with session.request() as (site, conn):
+        catalog = aq_base(site.portal_catalog)
+        expected = "PGCatalogTool" if backend.is_pgcatalog else "CatalogTool"
+        if type(catalog).__name__ != expected:
+            raise RuntimeError(f"portal_catalog is {type(catalog)!r}, not {expected}")
+        content.create_sections(site)
+    return time.perf_counter() - started
+
+
+def phase_create(session, backend, args) -> dict:
+    site_seconds = create_site(session, backend)
+    progress(f"site created in {site_seconds:.1f} s")
+    specs = content.doc_specs(args.docs)
+    with session.request() as (site, conn):
+        timings = content.create_documents(site, specs, progress)
+        content.check_documents(site, specs)
+    return {"site_seconds": site_seconds, "create_ms": timings}
+
+
+def phase_query(session, backend, args) -> dict:
+    import scenarios
+
+    rss_start = rss_kb()
+    with session.request() as (site, conn):
+        cataloged = len(site.portal_catalog)
+    measurements = scenarios.all_measurements(
+        session, args.warmup, args.iterations, progress
+    )
+    result = {
+        "cataloged": cataloged,
+        "queries": [m.summary() for m in measurements],
+        "rss_start_kb": rss_start,
+        # ru_maxrss is in KiB on Linux.
+        "peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+    if backend.is_pgcatalog:
+        result["explain"] = scenarios.explain_all(session, args.dsn)
+    return result
+
+
+def phase_write(session, backend, args) -> dict:
+    import writes
+
+    specs = content.doc_specs(args.docs)
+    result = {}
+    result["modify_ms"] = writes.modify_documents(session, specs)
+    progress("modifications done")
+    result["transition_ms"] = writes.transition_documents(session, specs)
+    progress("transitions done")
+    result["big_folder"] = writes.create_big_folder(session)
+    progress(f"big folder created: {result['big_folder']}")
+    result["rename_ms"] = writes.rename_big_folder(session)
+    progress(f"renames: {result['rename_ms']}")
+    result["sharing_ms"] = writes.share_big_folder(session, backends.READER_USER)
+    progress(f"sharing: {result['sharing_ms']}")
+    writes.check_sharing(session, backends.READER_USER)
+    result["rebuild"] = writes.rebuild_catalog(session)
+    progress(f"rebuild: {result['rebuild']}")
+    return result
+
+
+def versions() -> dict:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version
+
+    found = {}
+    for name in (
+        "Products.CMFPlone",
+        "Zope",
+        "ZODB",
+        "Products.ZCatalog",
+        "RelStorage",
+        "psycopg2",
+        "zodb-pgjsonb",
+        "psycopg",
+        "plone_pgcatalog",
+    ):
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def parse_args(argv) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="benchmarks/worker.py")
+    parser.add_argument("phase", choices=PHASES)
+    parser.add_argument("--backend", required=True, choices=sorted(backends.BACKENDS))
+    parser.add_argument("--dsn", required=True)
+    parser.add_argument("--docs", type=int, required=True)
+    parser.add_argument("--instance", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=50)
+    args = parser.parse_args(argv)
+    if args.docs < 1:
+        parser.error("--docs must be at least 1")
+    if args.warmup < 0 or args.iterations < 1:
+        parser.error("--warmup must be >= 0 and --iterations >= 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    warnings.filterwarnings("ignore")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(levelname)s [%(name)s] %(message)s"
+    )
+    backend = backends.backend(args.backend)
+    zope_conf = backends.write_instance(backend, args.instance.resolve(), args.dsn)
+    started = time.perf_counter()
+    session = Session(zope_conf)
+    progress(f"{backend.name}: Zope started in {time.perf_counter() - started:.1f} s")
+    try:
+        phase = {"create": phase_create, "query": phase_query, "write": phase_write}
+        result = phase[args.phase](session, backend, args)
+    finally:
+        session.close()
+    result.update(
+        backend=backend.name, phase=args.phase, docs=args.docs, versions=versions()
+    )
+    args.out.write_text(json.dumps(result, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
