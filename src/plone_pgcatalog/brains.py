@@ -1,9 +1,9 @@
 """Lazy results and brains.
 
 Owns: the sequence a search returns and the brains in it.  The search
-itself fetched only ``(zoid, path)`` of the window; the metadata of the
-whole result is loaded in one batch query the first time any brain's
-metadata is read, and decoded per brain when it is read.
+itself fetched only ``(zoid, path)`` of the window; metadata is loaded in
+windows of brains as they are read (``MetadataBatch``), and decoded per
+brain and column when it is read.
 
 Brains have ZCatalog's brain API (``ICatalogBrain``): ``getPath``,
 ``getURL``, ``getObject``, ``_unrestrictedGetObject``, ``getRID``,
@@ -32,17 +32,34 @@ import Missing
 
 
 class MetadataBatch:
-    """The metadata of one result, loaded in one query on first use."""
+    """The metadata of one result, loaded in windows as brains are read.
+
+    Reading the first brain's metadata loads it for that brain and the
+    ``FIRST_WINDOW - 1`` after it (a listing page); each later miss loads
+    as many brains from the one read as are loaded so far.  A page of a
+    large result costs one small query, not the whole result's metadata;
+    reading every brain costs a number of queries that grows with the
+    logarithm of the result's size.
+    """
+
+    FIRST_WINDOW = 20
 
     def __init__(self, zoids: list[int], load: Callable[[list[int]], dict]):
         self._zoids = zoids
         self._load = load
-        self._rows: dict | None = None
+        self._rows: dict[int, dict] = {}
 
-    def get(self, zoid: int) -> dict:
-        if self._rows is None:
-            self._rows = self._load(self._zoids)
-        return self._rows.get(zoid) or {}
+    def get(self, position: int, zoid: int) -> dict:
+        if zoid not in self._rows:
+            size = max(self.FIRST_WINDOW, len(self._rows))
+            window = [
+                z for z in self._zoids[position : position + size]
+                if z not in self._rows
+            ]
+            loaded = self._load(window)
+            for z in window:
+                self._rows[z] = loaded.get(z) or {}
+        return self._rows[zoid]
 
 
 @implementer(ICatalogBrain)
@@ -54,8 +71,11 @@ class PGCatalogBrain(Implicit):
     data_record_score_ = None
     data_record_normalized_score_ = None
 
-    def __init__(self, zoid: int, path: str, schema, batch: MetadataBatch):
+    def __init__(
+        self, zoid: int, path: str, schema, batch: MetadataBatch, position: int = 0
+    ):
         self.data_record_id_ = zoid
+        self._position = position
         self._path = path
         self._schema = schema
         self._batch = batch
@@ -66,7 +86,7 @@ class PGCatalogBrain(Implicit):
             return self._decoded[name]
         except KeyError:
             pass
-        raw = self._batch.get(self.data_record_id_)
+        raw = self._batch.get(self._position, self.data_record_id_)
         value = metadata.decode(raw[name]) if name in raw else Missing.Value
         self._decoded[name] = value
         return value
@@ -158,7 +178,7 @@ class LazyResults(Lazy):
 
     def _brain(self, position: int) -> PGCatalogBrain:
         zoid, path = self._ids[position]
-        brain = PGCatalogBrain(zoid, path, self._schema, self._batch)
+        brain = PGCatalogBrain(zoid, path, self._schema, self._batch, position)
         if self._scores is not None:
             score, normalized = self._scores[position]
             brain.data_record_score_ = score
