@@ -21,11 +21,12 @@ What happens here instead:
   does not disappear;
 - the full reindex queued for each descendant becomes a partial one of the
   indexes a move can change (``indexes_to_reread``): not the path indexes
-  (the statement moves them), nor full text, ``object_provides`` or the
-  item's position among its siblings, which do not depend on where the
-  subtree lies, nor the security indexes when the new parent grants
-  exactly what the old one granted.  The rest (cheap attribute reads, the
-  modification date Plone has just set) and the metadata are read again.
+  (the statement moves them), nor full text, the item's position among its
+  siblings or Plone's indexes of the object's own attributes
+  (``UNMOVED_NAMES``), nor the security indexes when the new parent grants
+  exactly what the old one granted.  What is read again: the modification
+  date and creators Plone has just set (``modified``, ``Date``,
+  ``Creator``), the indexes of add-ons, and the metadata.
 
 The root itself is cataloged in full, as always.  If another change of the
 same object is queued in the transaction, CMFCore's queue merges it with
@@ -55,8 +56,40 @@ from zope.proxy import isProxy
 UNMOVED_TYPES = frozenset(
     {"ExtendedPathIndex", "PathIndex", "ZCTextIndex", "GopipIndex"}
 )
-#: Indexes by name that a move never changes: what the object provides.
-UNMOVED_NAMES = frozenset({"object_provides"})
+#: Indexes by name that a move never changes for a descendant: Plone's
+#: own indexes that read the object's own attributes (its id stays; its
+#: parent moves along).  Not among them: ``modified``, ``Date`` and
+#: ``Creator``, which Plone's ``notifyModified`` changes on every
+#: descendant, and any index an add-on brings, which is read again.
+UNMOVED_NAMES = frozenset(
+    {
+        "object_provides",
+        "portal_type",
+        "Type",
+        "UID",
+        "getId",
+        "id",
+        "Subject",
+        "created",
+        "effective",
+        "effectiveRange",
+        "expires",
+        "start",
+        "end",
+        "review_state",
+        "sortable_title",
+        "is_folderish",
+        "is_default_page",
+        "exclude_from_nav",
+        "getRawRelatedItems",
+        "in_reply_to",
+        "total_comments",
+        "commentators",
+        "cmf_uid",
+        "sync_uid",
+        "Language",
+    }
+)
 
 #: The permission Plone's ``allowedRolesAndUsers`` indexer reads.
 _SECURITY_PERMISSION = "Access contents information"

@@ -68,6 +68,7 @@ import hashlib
 import logging
 import psycopg
 import time
+import transaction
 
 
 logger = logging.getLogger(__name__)
@@ -373,6 +374,8 @@ class PGCatalogTool(UniqueObject, Folder):
         pending = current_pending()
         if pending and zoid in pending.rows:
             return True
+        if zoid in _found_by_searches():
+            return True  # as reindexObjectSecurity finds its objects
         conn = connection.read_connection(self)
         try:
             with conn.transaction():
@@ -557,6 +560,7 @@ class PGCatalogTool(UniqueObject, Folder):
             # writes catalog data; until then nothing is cataloged.
             logger.info("catalog columns not created yet: empty result")
             found = search.Found([], 0)
+        _found_by_searches().update(zoid for zoid, _ in found.ids)
         # Rows this transaction cataloged have their metadata here, not in
         # PostgreSQL yet.
         pending_meta: dict[int, dict] = {}
@@ -703,6 +707,20 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getobject(self, rid: int, REQUEST=None):
         return self.unrestrictedTraverse(self.getpath(rid))
+
+
+_FOUND = "plone_pgcatalog.found"
+
+
+def _found_by_searches() -> set[int]:
+    """Rows the searches of this transaction found, so cataloged rows."""
+    txn = transaction.get()
+    try:
+        return txn.data(_FOUND)
+    except KeyError:
+        found: set[int] = set()
+        txn.set_data(_FOUND, found)
+        return found
 
 
 def _read_current(content) -> None:

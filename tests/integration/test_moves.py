@@ -127,6 +127,7 @@ def test_rename_moves_every_descendant_in_one_statement(pg_layer, monkeypatch):
         assert "SearchableText" not in names and "path" not in names
         assert "allowedRolesAndUsers" not in names  # same parent
         assert "modified" in names  # Plone sets it on every descendant
+        assert "Subject" not in names and "portal_type" not in names
     assert spy.relocations == 1
     assert _paths(path="/plone/a") == []
     assert len(_paths(path="/plone/renamed")) == 1 + 4 + 4 + 12
