@@ -14,9 +14,9 @@ the system user), the four commands, and ``ProgressBarHandler``, the
 progress bar drawn on a terminal (elsewhere the log lines of
 ``maintenance.ProgressLogHandler``).
 
-Catalog changes go through the tool's API (``clearFindAndRebuild``,
-``reindexIndex``, ``catalog_object``, ``uncatalog_object``) and reach
-PostgreSQL when the command commits, through the state processor.  The
+Catalog changes go through the tool's API (``rebuild``, which commits in
+batches, ``reindexIndex``, ``catalog_object``, ``uncatalog_object``) and
+reach PostgreSQL when the command commits, through the state processor.  The
 SQL of this module only reads (``verify``, ``stats``), on the ZODB
 connection's own PostgreSQL connection (``connection.read_connection``).
 
@@ -166,10 +166,10 @@ class ProgressBarHandler:
 
 
 def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}"
+    # maintenance imports Zope: not at module level (see the docstring).
+    from plone_pgcatalog.maintenance import duration
+
+    return duration(seconds)
 
 
 def progress_handler(stream: TextIO | None = None):
@@ -315,9 +315,10 @@ def _one_line(exc: BaseException) -> str:
 # -- rebuild and reindex -------------------------------------------------------
 
 
-def rebuild(tool, out: TextIO, handler) -> int:
-    tool.clearFindAndRebuild(pghandler=handler)
-    commit(f"pgcatalog rebuild {_path(tool)}")
+def rebuild(tool, out: TextIO, handler, batch_size: int = 1000) -> int:
+    # Commits every batch_size objects (maintenance.rebuild): readers keep
+    # the complete catalog meanwhile, memory stays flat.
+    tool.rebuild(batch_size=batch_size, pghandler=handler)
     out.write(f"rebuilt the catalog of {tool._site_path()}: {len(tool)} objects\n")
     return EXIT_OK
 
@@ -408,24 +409,12 @@ class Verification:
 
 
 def walk_content(tool, visit: Callable[[Any], None]) -> None:
-    """Call ``visit`` with what ``clearFindAndRebuild`` catalogs: the site
-    and every object below it that has a ``reindexObject`` (not the catalog
-    itself).  Nothing is kept: memory stays flat, as in the rebuild."""
-    from Acquisition import aq_base
-    from Acquisition import aq_inner
-    from Acquisition import aq_parent
+    """Call ``visit`` with what a rebuild catalogs, in its order
+    (``maintenance.content_objects``); nothing is kept."""
+    from plone_pgcatalog.maintenance import content_objects
 
-    portal = aq_parent(aq_inner(tool))
-
-    def apply(obj, path):
-        if aq_base(obj) is aq_base(tool) or not callable(
-            getattr(aq_base(obj), "reindexObject", None)
-        ):
-            return
+    for obj in content_objects(tool):
         visit(obj)
-
-    apply(portal, "")
-    portal.ZopeFindAndApply(portal, search_sub=True, apply_func=apply)
 
 
 def _indexable(tool, obj):
@@ -716,6 +705,17 @@ def stats(tool) -> Stats:
 # -- command line --------------------------------------------------------------
 
 
+def _positive(text: str) -> int:
+    """An argument that must be a whole number of at least 1."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return number
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage block) and exit code 2."""
 
@@ -751,8 +751,18 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="command", metavar="COMMAND", required=True, parser_class=_Parser
     )
-    commands.add_parser(
-        "rebuild", help="clear the catalog and catalog every content object"
+    rebuild_parser = commands.add_parser(
+        "rebuild",
+        help="catalog every content object again and drop the rows of objects"
+        " that are gone, committing in batches (queries keep the complete"
+        " catalog meanwhile)",
+    )
+    rebuild_parser.add_argument(
+        "--batch-size",
+        type=_positive,
+        default=1000,
+        metavar="N",
+        help="objects per transaction (default: 1000)",
     )
     reindex_parser = commands.add_parser(
         "reindex", help="read the given indexes again for every cataloged object"
@@ -807,7 +817,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return EXIT_OK
         handler = progress_handler(err)
         if args.command == "rebuild":
-            return rebuild(tool, out, handler)
+            return rebuild(tool, out, handler, args.batch_size)
         if args.command == "reindex":
             return reindex(tool, args.indexes, out, handler)
         if args.command == "verify":
@@ -827,7 +837,12 @@ def main(argv: list[str] | None = None) -> int:
         err.write(f"pgcatalog: error: {exc}\n")
         return exc.code
     except KeyboardInterrupt:
-        err.write("pgcatalog: interrupted, nothing committed\n")
+        if args.command == "rebuild":
+            # Committed batches hold correct rows; the old ones are still
+            # there for the rest.
+            err.write("pgcatalog: interrupted, batches committed so far stay\n")
+        else:
+            err.write("pgcatalog: interrupted, nothing committed\n")
         return EXIT_FAILURE
     except Exception as exc:
         if args.debug:

@@ -1,21 +1,30 @@
 """Catalog maintenance: refresh, reindex one index, rebuild, with progress.
 
 Owns: the bodies of ZCatalog's maintenance API as ``PGCatalogTool`` offers
-it (``refreshCatalog``, ``reindexIndex``, ``clearFindAndRebuild``) and
+it (``refreshCatalog``, ``reindexIndex``, ``clearFindAndRebuild``), the
+batched rebuild (``rebuild``: the tool's ``rebuild`` and
+``manage_catalogRebuild``, the ``pgcatalog rebuild`` command) and
 ``ProgressLogHandler``, a ``ZLogHandler``-like progress handler that logs
 count, rate and ETA every ``steps`` objects.
 
 The semantics are ZCatalog's: objects are found by path with unrestricted
 traversal, progress goes through an ``IProgressHandler`` (``init(ident,
-max)``, ``report(current)``, ``info(text)``, ``finish()``).  Memory stays
-flat in the number of objects: only paths are listed, each object is
-loaded, cataloged and left to the ZODB cache.  Everything is written when
-the transaction commits, as any catalog change; batch commits and a
-shadow rebuild (build the new rows aside, swap at the end) are later work.
+max)``, ``report(current)``, ``info(text)``, ``finish()``).  Objects are
+walked, loaded, cataloged and left to the ZODB cache, which is
+garbage-collected as the walk goes.
 
-Must not import: ``tool`` (the tool calls this module, not the reverse),
-``search`` or any SQL: rows are read through the tool's search API and
-written through ``catalog_object`` / ``uncatalog_object``.
+A rebuild never clears the catalog first: each object's new row replaces
+its stored row, and the commit that ends the rebuild clears the site's
+rows that it did not write (``PendingCatalog.keep_only``), so a reader
+sees every object at every moment.  ``clear_find_and_rebuild`` does it in
+the caller's transaction (its pending rows grow with the site);
+``rebuild`` commits every ``batch_size`` objects (flat memory), retrying a
+batch that conflicts with a concurrent edit of one of its objects.
+
+Must not import: ``tool`` (the tool calls this module, not the reverse) or
+SQL: rows are read through the tool's search API (``search`` only for the
+snapshot's transaction id) and written through ``catalog_object`` /
+``uncatalog_object`` and the pending store.
 """
 
 from __future__ import annotations
@@ -23,19 +32,28 @@ from __future__ import annotations
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
+from array import array
+from collections.abc import Iterator
+from plone_pgcatalog import connection
+from plone_pgcatalog import search
 from Products.ZCatalog.interfaces import IProgressHandler
 from ZODB.POSException import ConflictError
+from ZODB.utils import u64
 from zope.interface import implementer
 
 import logging
 import time
 import transaction
 
-
 logger = logging.getLogger("plone_pgcatalog.maintenance")
 
 #: objects between two progress log lines of the tool's own handler
 DEFAULT_STEPS = 1000
+#: objects per transaction of a batched rebuild (``rebuild``), and between
+#: two garbage collections of the ZODB cache in ``clear_find_and_rebuild``
+DEFAULT_BATCH_SIZE = 1000
+#: tries of a batch whose commit conflicts with another transaction
+BATCH_ATTEMPTS = 5
 
 
 @implementer(IProgressHandler)
@@ -47,8 +65,13 @@ class ProgressLogHandler:
     rebuild only knows how many rows the catalog had): the ETA then is one.
     """
 
-    def __init__(self, steps: int = DEFAULT_STEPS, savepoint: bool = False,
-                 log: logging.Logger = logger, clock=time.monotonic):
+    def __init__(
+        self,
+        steps: int = DEFAULT_STEPS,
+        savepoint: bool = False,
+        log: logging.Logger = logger,
+        clock=time.monotonic,
+    ):
         self._steps = max(int(steps), 1)
         self._log = log
         self._clock = clock
@@ -78,18 +101,18 @@ class ProgressLogHandler:
         percent = 100.0 * current / self._max if self._max else 100.0
         self.output(
             f"{current}/{self._max} ({percent:.1f}%), {rate:.1f} objects/s,"
-            f" ETA {_duration(eta)}"
+            f" ETA {duration(eta)}"
         )
 
     def finish(self):
         elapsed = self._clock() - self._start
-        self.output(f"done in {_duration(elapsed)}")
+        self.output(f"done in {duration(elapsed)}")
 
     def output(self, text):
         self._log.info("%s: %s", self._ident, text)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     seconds = int(round(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, seconds = divmod(rest, 60)
@@ -170,40 +193,237 @@ def reindex_index(tool, name, REQUEST=None, pghandler=None) -> None:
             pghandler.report(i)
         obj = resolve(tool, path)
         if obj is None:
-            logger.error("reindexIndex could not resolve an object from the uid %r.", path)
+            logger.error(
+                "reindexIndex could not resolve an object from the uid %r.", path
+            )
             continue
         tool.catalog_object(obj, path, idxs=list(idxs), update_metadata=0)
     if pghandler:
         pghandler.finish()
 
 
+def content_objects(tool) -> Iterator:
+    """What a rebuild catalogs: the site and every object below it that has
+    a callable ``reindexObject``, the catalog excepted (Plone's rule)."""
+    for obj in _walk(aq_parent(aq_inner(tool))):
+        base = aq_base(obj)
+        # The walk meets the tool too, wrapped anew: compare the objects.
+        if base is aq_base(tool) or not callable(getattr(base, "reindexObject", None)):
+            continue
+        yield obj
+
+
+def _walk(obj) -> Iterator:
+    """``obj`` and every object below it, in ``ZopeFindAndApply``'s order.
+
+    Items are listed by id and fetched when the walk gets to them, so that
+    an item another transaction removed meanwhile is skipped (a batched
+    rebuild commits, and sees other commits, as it walks).  As
+    ``ZopeFindAndApply``, objects that were ghosts go back to being ghosts.
+    """
+    yield obj
+    base = aq_base(obj)
+    if not hasattr(base, "objectItems"):
+        return
+    try:
+        if hasattr(base, "objectIds") and hasattr(base, "_getOb"):
+            ids = list(obj.objectIds())
+            children = (obj._getOb(id, None) for id in ids)
+        else:
+            children = iter([item for _, item in obj.objectItems()])
+    except ConflictError:
+        raise
+    except Exception:  # as ZopeFindAndApply: a container that cannot list
+        return
+    for child in children:
+        if child is None:
+            continue
+        ghost = getattr(child, "_p_changed", 0) is None
+        yield from _walk(child)
+        if ghost:
+            child._p_deactivate()
+
+
+def _zoid(obj) -> int | None:
+    oid = getattr(aq_base(obj), "_p_oid", None)
+    return None if oid is None else u64(oid)
+
+
+def _snapshot_tid(tool) -> int:
+    """The last transaction the objects that this transaction reads come from."""
+    conn = connection.read_connection(tool)
+    with conn.transaction():
+        return search.snapshot_tid(conn)
+
+
+class _Rebuild:
+    """The state of one rebuild: what it wrote, its progress."""
+
+    def __init__(self, tool, pghandler, clock=time.monotonic):
+        self.tool = tool
+        self.pghandler = pghandler if pghandler is not None else ProgressLogHandler()
+        self.site_path = tool._site_path()
+        # Read before anything is cataloged: rows of objects stored after
+        # this transaction were written by their own commits (see keep_only).
+        self.since = _snapshot_tid(tool)
+        self.expected = len(tool)
+        #: zoids of the rows written (by committed batches), 8 bytes each
+        self.written = array("q")
+        self.done = 0
+        self.batches = 0
+        self.clock = clock
+        self.start = clock()
+        self.pghandler.init(
+            f"Rebuilding catalog: {tool.absolute_url(1)}", self.expected
+        )
+
+    def catalog(self, obj) -> int | None:
+        """Catalog ``obj`` (a full row replaces the stored one); its zoid."""
+        self.tool.catalog_object(obj)
+        self.done += 1
+        self.pghandler.report(self.done)
+        return _zoid(obj)
+
+    def keep_only(self, zoids) -> None:
+        """Forget, at commit, the site's rows that the rebuild did not write."""
+        self.tool._pending().keep_only(self.site_path, zoids, self.since)
+
+    def collect_garbage(self) -> None:
+        jar = connection._jar(self.tool)
+        jar.cacheGC()
+
+    def committed(self, count: int) -> None:
+        """A batch of ``count`` objects is committed: say so, with the rate."""
+        self.batches += 1
+        elapsed = self.clock() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        remaining = max(self.expected - self.done, 0)
+        eta = remaining / rate if rate else 0.0
+        self.pghandler.info(
+            f"batch {self.batches} committed ({count} objects):"
+            f" {self.done} objects, {rate:.1f} objects/s, ETA {duration(eta)}"
+        )
+
+    def finish(self) -> None:
+        self.pghandler.info(f"{self.done} objects cataloged")
+        self.pghandler.finish()
+
+
 def clear_find_and_rebuild(tool, pghandler=None) -> None:
-    """Forget the site's rows, then catalog every content object found by
-    walking the site (Plone's ``clearFindAndRebuild``).
+    """Catalog every content object found by walking the site, then forget
+    the rows of the site that the walk did not write (Plone's
+    ``clearFindAndRebuild``), all in the current transaction.
+
+    The catalog is not cleared first: each row is replaced by the new one
+    and rows of objects that no longer exist (or are no longer content)
+    are cleared by the same commit, so readers see the old catalog until
+    the commit and the new one after it.  As the caller's transaction
+    holds every row until it commits, memory grows with the site (the
+    ZODB cache is garbage-collected as the walk goes; savepoints would not
+    help, they keep the pending rows): on a large site use ``rebuild``,
+    which commits in batches, where the caller owns the transaction.
 
     The number to go given to ``pghandler.init`` is how many rows the
     catalog had before: the walk does not know it in advance.
     """
-    if pghandler is None:
-        pghandler = ProgressLogHandler()
-    expected = len(tool)
-    tool.manage_catalogClear()
-    portal = aq_parent(aq_inner(tool))
-    pghandler.init(f"Rebuilding catalog: {tool.absolute_url(1)}", expected)
-    done = 0
+    run = _Rebuild(tool, pghandler)
+    for obj in content_objects(tool):
+        zoid = run.catalog(obj)
+        if zoid is not None:
+            run.written.append(zoid)
+        if run.done % DEFAULT_BATCH_SIZE == 0:
+            run.collect_garbage()
+    run.keep_only(run.written)
+    run.finish()
 
-    def index(obj, path):
-        nonlocal done
-        # The walk meets the tool too, wrapped anew: compare the objects.
-        if aq_base(obj) is aq_base(tool) or not callable(
-            getattr(aq_base(obj), "reindexObject", None)
-        ):
-            return
+
+def rebuild(
+    tool,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    pghandler=None,
+    attempts: int = BATCH_ATTEMPTS,
+) -> int:
+    """``clear_find_and_rebuild`` that commits every ``batch_size`` objects;
+    the number of objects cataloged.
+
+    Commits the current transaction: only for callers that own it (the
+    command line, a ZMI button), never inside another operation.  Memory
+    stays flat: after each commit no pending row is left and the ZODB
+    cache is garbage-collected; the rebuild keeps 8 bytes per object (the
+    zoids it wrote), which the last batch's commit uses to forget the rows
+    of the site that the rebuild did not write.  Readers see every object
+    at every moment: its old row until the batch with the new one commits.
+
+    A batch whose commit conflicts with another transaction (an object of
+    the batch changed since the batch read it, ``catalog_object``'s
+    read-conflict check) is aborted and cataloged again from fresh objects,
+    up to ``attempts`` times; then the ``ConflictError`` is raised, the
+    committed batches stay (the catalog is as correct as before them).
+    """
+    batch_size = max(int(batch_size), 1)
+    run = _Rebuild(tool, pghandler)
+    batch: list[tuple[str, int]] = []  # (path, zoid) of this batch's objects
+    for obj in content_objects(tool):
+        path = "/".join(obj.getPhysicalPath())
+        if run.batches:
+            # The walk lists folders in an older snapshot: an object removed
+            # since (with its folder) is not cataloged again.
+            found = resolve(tool, path)
+            if found is None or aq_base(found) is not aq_base(obj):
+                continue
+        zoid = run.catalog(obj)
+        if zoid is not None:
+            batch.append((path, zoid))
+        if len(batch) >= batch_size:
+            _commit_batch(run, batch, attempts, final=False)
+            batch = []
+    _commit_batch(run, batch, attempts, final=True)
+    run.finish()
+    return run.done
+
+
+def _commit_batch(
+    run: _Rebuild, batch: list[tuple[str, int]], attempts: int, final: bool
+) -> None:
+    """Commit the batch of cataloged ``(path, zoid)``, cataloging it again
+    from fresh objects after a conflict; the last batch also forgets the
+    rows that the rebuild did not write."""
+    for attempt in range(1, attempts + 1):
+        try:
+            if attempt > 1:
+                batch = _catalog_again(run.tool, batch)
+            if final:
+                kept = array("q", run.written)
+                kept.extend(zoid for _, zoid in batch)
+                run.keep_only(kept)
+            number = run.batches + 1
+            transaction.get().note(
+                f"plone_pgcatalog rebuild {run.site_path}: batch {number}"
+            )
+            transaction.commit()
+            break
+        except ConflictError as exc:
+            transaction.abort()
+            if attempt == attempts:
+                raise
+            run.pghandler.info(
+                f"batch {number} conflicted ({type(exc).__name__}): cataloging"
+                f" its {len(batch)} objects again ({attempt}/{attempts - 1})"
+            )
+    run.written.extend(zoid for _, zoid in batch)
+    run.collect_garbage()
+    run.committed(len(batch))
+
+
+def _catalog_again(tool, batch: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Catalog the objects now at the batch's paths (after an abort)."""
+    again = []
+    for path, _ in batch:
+        obj = resolve(tool, path)
+        if obj is None or not callable(getattr(aq_base(obj), "reindexObject", None)):
+            continue  # removed meanwhile: its row went with it
         tool.catalog_object(obj)
-        done += 1
-        pghandler.report(done)
-
-    index(portal, "")
-    portal.ZopeFindAndApply(portal, search_sub=True, apply_func=index)
-    pghandler.info(f"{done} objects cataloged")
-    pghandler.finish()
+        zoid = _zoid(obj)
+        if zoid is not None:
+            again.append((path, zoid))
+    return again

@@ -11,6 +11,8 @@ for ``query.Overlay``, which builds the SQL).
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterable
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from dataclasses import replace
@@ -42,6 +44,9 @@ class PendingCatalog:
         self.removed_paths: set[str] = set()
         #: subtrees whose rows are cleared unless cataloged again
         self.cleared_subtrees: set[str] = set()
+        #: subtrees whose stored rows are cleared unless their zoid is kept
+        #: or cataloged again: root -> (kept zoids, tid; see ``keep_only``)
+        self.kept_subtrees: dict[str, tuple[array, int]] = {}
         #: zoids whose rows the state processor wrote with the object state
         self.written: set[int] = set()
         #: folders whose items' positions are rewritten at commit:
@@ -93,6 +98,21 @@ class PendingCatalog:
             del self.patches[zoid]
         self.cleared_subtrees.add(path)
 
+    def keep_only(
+        self, root: str, zoids: Iterable[int], unchanged_since: int
+    ) -> None:
+        """Clear, at commit, the stored rows at and below ``root`` except
+        those of ``zoids`` and of objects cataloged in this transaction
+        (a rebuild's end: rows it did not write are of objects that no
+        longer exist or are no longer cataloged).
+
+        Only rows of objects whose state was last stored at or before the
+        transaction ``unchanged_since`` are cleared: an object another
+        transaction created or changed later (while a batched rebuild ran)
+        has a row that transaction wrote, which stays.
+        """
+        self.kept_subtrees[root] = (array("q", zoids), int(unchanged_since))
+
     def move(self, old: str, new: str) -> None:
         """The subtree at ``old`` now lies at ``new`` (a move or rename).
 
@@ -112,6 +132,7 @@ class PendingCatalog:
         }
         self.removed_paths = {now(path) for path in self.removed_paths}
         self.cleared_subtrees = {now(path) for path in self.cleared_subtrees}
+        self.kept_subtrees = {now(p): kept for p, kept in self.kept_subtrees.items()}
         self.reordered = {now(path): v for path, v in self.reordered.items()}
         self.added = {now(path) for path in self.added}
         self.moves.append((old, new))
@@ -151,6 +172,7 @@ class PendingCatalog:
             or self.patches
             or self.removed_paths
             or self.cleared_subtrees
+            or self.kept_subtrees
             or self.reordered
             or self.moves
         )
@@ -183,6 +205,10 @@ class PendingCatalog:
             patches=tuple(patches),
             removed_paths=tuple(sorted(self.removed_paths)),
             cleared_subtrees=tuple(sorted(self.cleared_subtrees)),
+            kept_subtrees=tuple(
+                (root, zoids.tolist(), since)
+                for root, (zoids, since) in sorted(self.kept_subtrees.items())
+            ),
             reordered=tuple(sorted(self.reordered)),
             positions=positions,
             relocations=self.relocations,
@@ -219,6 +245,7 @@ class PendingCatalog:
         self.patches.clear()
         self.removed_paths.clear()
         self.cleared_subtrees.clear()
+        self.kept_subtrees.clear()
         self.written.clear()
         self.reordered.clear()
         self.positions.clear()
@@ -236,6 +263,7 @@ class PendingSavepoint:
         self.patches = dict(pending.patches)
         self.removed_paths = set(pending.removed_paths)
         self.cleared_subtrees = set(pending.cleared_subtrees)
+        self.kept_subtrees = dict(pending.kept_subtrees)  # values never change
         self.reordered = dict(pending.reordered)
         self.added = set(pending.added)
         self.moves = list(pending.moves)
@@ -246,6 +274,7 @@ class PendingSavepoint:
         self.pending.patches = dict(self.patches)
         self.pending.removed_paths = set(self.removed_paths)
         self.pending.cleared_subtrees = set(self.cleared_subtrees)
+        self.pending.kept_subtrees = dict(self.kept_subtrees)
         self.pending.reordered = dict(self.reordered)
         self.pending.added = set(self.added)
         self.pending.moves = list(self.moves)

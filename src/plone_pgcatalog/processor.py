@@ -7,7 +7,8 @@ Owns: writing catalog rows inside the ZODB two-phase commit.
   go into the same ``INSERT`` as the state.
 - ``finalize()`` runs at the end of the vote on the writing cursor: rows of
   cataloged objects whose state was not stored are updated, uncataloged
-  paths are cleared, and the change counter moves.
+  paths are cleared (and the rows a rebuild did not write,
+  ``PendingCatalog.keep_only``), and the change counter moves.
 
 Both read only the transaction's ``PendingCatalog``.  An abort rolls the
 PostgreSQL transaction back with everything else.  Must not open
@@ -59,8 +60,11 @@ _UPDATE_ROW = sql.SQL(
 _CLEAR_WHERE = sql.SQL(
     "UPDATE object_state SET path = NULL, parent_path = NULL, path_depth = NULL,"
     " idx = NULL, meta = NULL, searchable_text = NULL"
-    " WHERE {} AND idx IS NOT NULL AND NOT zoid = ANY(%s)"
+    " WHERE {} AND idx IS NOT NULL AND NOT zoid = ANY(%s::bigint[])"
 )
+# ``::bigint[]``: without it a list of ints travels as numeric[] and the
+# test is a scan of the array per row (200,000 rows, 200,000 kept: 89 s
+# instead of 0.3 s, PostgreSQL 15): a rebuild's end passes every zoid.
 
 
 # A partial reindex: a JSONB merge into the stored row.  A row that was not
@@ -175,6 +179,13 @@ class CatalogStateProcessor:
         for root in sorted(pending.cleared_subtrees):
             subtree, params = path_clause(root, -1)
             cursor.execute(_CLEAR_WHERE.format(subtree), (*params, kept))
+        for root, (zoids, since) in sorted(pending.kept_subtrees.items()):
+            # Objects stored after ``since`` keep the rows their commits wrote.
+            subtree, params = path_clause(root, -1)
+            cursor.execute(
+                _CLEAR_WHERE.format(sql.SQL("{} AND tid <= %s").format(subtree)),
+                (*params, since, [*kept, *zoids.tolist()]),
+            )
         for parent, (ids, names) in sorted(pending.positions.items()):
             for name in names:
                 cursor.execute(

@@ -70,13 +70,16 @@ class Overlay:
     same zoids; ``patches`` (zoid, vals, removed, text_given,
     searchable_text, text_config) are merged into the stored rows of their
     zoids (partial reindexes); ``removed_paths`` and ``cleared_subtrees``
-    hide stored rows.
+    hide stored rows, and so does ``kept_subtrees`` (``(root, kept zoids,
+    tid)``, ``PendingCatalog.keep_only``): below ``root``, the stored rows
+    of other zoids whose objects were stored at or before ``tid``.
     """
 
     rows: tuple[dict, ...] = ()
     patches: tuple[dict, ...] = ()
     removed_paths: tuple[str, ...] = ()
     cleared_subtrees: tuple[str, ...] = ()
+    kept_subtrees: tuple[tuple[str, list[int], int], ...] = ()
     #: folders reordered in this transaction, and the new positions of
     #: their items: ``{item path: {position index name: position}}``
     reordered: tuple[str, ...] = ()
@@ -91,6 +94,7 @@ class Overlay:
             or self.patches
             or self.removed_paths
             or self.cleared_subtrees
+            or self.kept_subtrees
             or self.reordered
             or self.relocations
         )
@@ -113,8 +117,16 @@ class Overlay:
         # Rows of moved subtrees have a branch of their own (below); the
         # others are read as stored, which the indexes match.
         unmoved, unmoved_params = unmoved_clause(self.relocations)
-        hidden = [sql.SQL("NOT zoid = ANY(%s)"), unmoved, *gone]
+        hidden = [sql.SQL("NOT zoid = ANY(%s::bigint[])"), unmoved, *gone]
         hidden_params = [changed, *unmoved_params, *gone_params]
+        for root, kept, since in self.kept_subtrees:
+            # Stored rows only: patched rows are kept at commit.  (Rows of
+            # subtrees moved after ``keep_only`` in the same transaction
+            # are shown where they moved; a rebuild ends its transaction.)
+            clause, values = path_clause(root, -1)
+            keep = "NOT ({} AND tid <= %s AND NOT zoid = ANY(%s::bigint[]))"
+            hidden.append(sql.SQL(keep).format(clause))
+            hidden_params += [*values, since, kept]
         columns = "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
         stored_rows = sql.SQL(
             columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
@@ -189,7 +201,7 @@ class Overlay:
                     " ELSE m.searchable_text END"
                     " FROM ({moved}) AS m LEFT JOIN jsonb_to_recordset(%s) AS"
                     " {patch_columns} ON p.zoid = m.zoid"
-                    " WHERE NOT m.zoid = ANY(%s) AND {gone}"
+                    " WHERE NOT m.zoid = ANY(%s::bigint[]) AND {gone}"
                 ).format(
                     vector=patch_vector,
                     moved=moved,

@@ -139,7 +139,7 @@ RELOCATE = sql.SQL(
     " path_depth = m.path_depth FROM ({}) AS m WHERE o.zoid = m.zoid"
 ).format(
     _MATCHES.format(
-        extra=sql.SQL(""), excluded=sql.SQL(" AND NOT s.zoid = ANY(%s)")
+        extra=sql.SQL(""), excluded=sql.SQL(" AND NOT s.zoid = ANY(%s::bigint[])")
     )
 )
 

@@ -31,7 +31,7 @@ _PATH_OF = sql.SQL(
     " AND (path = %s OR path LIKE %s)"
 )
 
-_LOAD_METADATA = sql.SQL("SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s)")
+_LOAD_METADATA = sql.SQL("SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s::bigint[])")
 
 
 def _cursor(conn: psycopg.Connection) -> psycopg.Cursor:

@@ -423,10 +423,39 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_entries)
     def clearFindAndRebuild(self, pghandler=None) -> None:
-        """Forget the site's catalog rows, then catalog every content object,
-        logging count, rate and ETA (see ``maintenance``).  One transaction:
-        batch commits and a shadow rebuild are later work."""
+        """Catalog every content object again, then forget the site's rows
+        that it did not write, in the current transaction (ZCatalog's
+        contract: GenericSetup steps and upgrades call it inside theirs),
+        logging count, rate and ETA.  Memory grows with the site until the
+        commit: where the caller owns the transaction, ``rebuild``."""
         maintenance.clear_find_and_rebuild(self, pghandler=pghandler)
+
+    @security.protected(manage_zcatalog_entries)
+    def rebuild(self, batch_size=maintenance.DEFAULT_BATCH_SIZE, pghandler=None):
+        """``clearFindAndRebuild`` committing every ``batch_size`` objects
+        (flat memory; readers keep the complete catalog); it commits the
+        current transaction.  The number of objects cataloged."""
+        return maintenance.rebuild(self, batch_size=batch_size, pghandler=pghandler)
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
+        """Catalog every content object again, in batches (Plone's ZMI
+        button; its request's transaction is committed as it goes)."""
+        elapse = time.time()
+        c_elapse = time.process_time()
+        self.rebuild(pghandler=maintenance.ProgressLogHandler())
+        elapse = time.time() - elapse
+        c_elapse = time.process_time() - c_elapse
+        if RESPONSE is not None:
+            RESPONSE.redirect(
+                URL1
+                + "/manage_catalogAdvanced?manage_tabs_message="
+                + quote(
+                    "Catalog Rebuilt\n"
+                    f"Total time: {elapse!r}\n"
+                    f"Total CPU time: {c_elapse!r}"
+                )
+            )
 
     @security.protected(manage_zcatalog_entries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
