@@ -70,6 +70,7 @@ def compose(moves: Iterable[tuple[str, str]]) -> tuple[Relocation, ...]:
     mapping: list[list[str]] = []  # [stored prefix, where it is now]
     for old, new in moves:
         before = [tuple(entry) for entry in mapping]
+        inner_moves = []
         for entry in mapping:
             stored, current = entry
             moved = moved_path(current, old, new)
@@ -78,9 +79,10 @@ def compose(moves: Iterable[tuple[str, str]]) -> tuple[Relocation, ...]:
             elif _strictly_below(old, current):
                 # A folder inside a subtree moved earlier: its stored rows
                 # lie below the matching part of the earlier stored prefix.
-                inner = stored + old[len(current) :]
-                if not any(s == inner for s, _ in mapping):
-                    mapping.append([inner, new])
+                inner_moves.append([stored + old[len(current) :], new])
+        for inner in inner_moves:
+            if not any(s == inner[0] for s, _ in mapping):
+                mapping.append(inner)
         # Stored rows still at ``old``: those under no earlier prefix that
         # contains ``old`` (rows under such a prefix were moved elsewhere).
         if not any(old == s or _strictly_below(old, s) for s, _ in before):
