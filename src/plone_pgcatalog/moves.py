@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
-from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.ordering import pg_catalog
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.indexing import REINDEX
@@ -93,13 +93,6 @@ UNMOVED_NAMES = frozenset(
 
 #: The permission Plone's ``allowedRolesAndUsers`` indexer reads.
 _SECURITY_PERMISSION = "Access contents information"
-
-
-def _catalog(context):
-    catalog = getToolByName(context, "portal_catalog", None)
-    if catalog is None or not IPGCatalogTool.providedBy(catalog):
-        return None
-    return catalog
 
 
 def _is_move(event) -> bool:
@@ -175,7 +168,7 @@ def object_will_move(obj, event) -> None:
     """Before a move: the root records it, descendants keep their rows."""
     if not _is_move(event):
         return
-    catalog = _catalog(event.object)
+    catalog = pg_catalog(event.object)
     if catalog is None:
         return
     if obj is event.object:
@@ -200,7 +193,7 @@ def object_moved(obj, event) -> None:
     """After a move: descendants are read again only where a move matters."""
     if not _is_move(event) or obj is event.object:
         return
-    catalog = _catalog(event.object)
+    catalog = pg_catalog(event.object)
     if catalog is None:
         return
     position = _queued_last(obj, (REINDEX,))

@@ -24,8 +24,9 @@ from plone_pgcatalog.pending import current_pending
 from Products.CMFCore.utils import getToolByName
 
 
-def _catalog(container):
-    catalog = getToolByName(container, "portal_catalog", None)
+def pg_catalog(context):
+    """The site's portal_catalog if it is this add-on's, else None."""
+    catalog = getToolByName(context, "portal_catalog", None)
     if catalog is None or not IPGCatalogTool.providedBy(catalog):
         return None
     return catalog
@@ -36,7 +37,7 @@ def _record(container) -> None:
         return
     if not IExplicitOrdering.providedBy(container.getOrdering()):
         return
-    catalog = _catalog(container)
+    catalog = pg_catalog(container)
     if catalog is None:
         return
     names = tuple(
@@ -68,7 +69,7 @@ def object_moved(obj, event) -> None:
         if aq_base(old_parent) is aq_base(new_parent):
             return  # a rename: plone.folder keeps the position
     # Only ordered content folders matter (not, say, portlet mappings).
-    if IOrderableFolder.providedBy(new_parent) and _catalog(new_parent) is not None:
+    if IOrderableFolder.providedBy(new_parent) and pg_catalog(new_parent) is not None:
         current_pending(create=True).mark_added(new_parent)
     if IOrderableFolder.providedBy(old_parent):
         _record(old_parent)

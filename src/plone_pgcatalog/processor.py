@@ -22,8 +22,7 @@ from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.paths import path_clause
-from plone_pgcatalog.relocation import RELOCATE
-from plone_pgcatalog.relocation import relocate_params
+from plone_pgcatalog.relocation import relocate_statement
 from psycopg import sql
 from psycopg.types.json import Jsonb
 from zodb_pgjsonb.storage import ExtraColumn
@@ -158,7 +157,7 @@ class CatalogStateProcessor:
         # (in the INSERT, or just below) already carry their paths.
         relocations = pending.relocations
         if relocations:
-            cursor.execute(RELOCATE, relocate_params(relocations, list(pending.rows)))
+            cursor.execute(*relocate_statement(relocations, list(pending.rows)))
         unwritten = [
             row_params(row)
             for zoid, row in pending.rows.items()

@@ -3,7 +3,7 @@
 Owns: turning the moves and renames of a transaction (``(old root, new
 root)`` in the order they happened) into ``Relocation`` entries that say,
 for rows as PostgreSQL stores them, where they are now; and the SQL that
-applies them: one ``UPDATE`` at commit (``RELOCATE``), and the same
+applies them: one ``UPDATE`` at commit (``relocate_statement``), and the same
 mapping as a row source for searches made before the commit
 (``relocated_rows``).
 
@@ -114,46 +114,63 @@ def unmoved_clause(relocations: Iterable[Relocation]) -> tuple[sql.Composable, l
     return sql.SQL(" AND ").join(parts), params
 
 
+def _within(relocations) -> tuple[sql.Composable, list]:
+    """Stored rows below any relocated prefix, as conditions the B-tree on
+    ``path`` serves (the join below picks the longest prefix per row)."""
+    parts, params = [], []
+    for relocation in relocations:
+        clause, values = path_clause(relocation.stored, -1)
+        parts.append(clause)
+        params += values
+    return sql.SQL("(") + sql.SQL(" OR ").join(parts) + sql.SQL(")"), params
+
+
 # Each stored row below a relocated prefix, with the longest such prefix:
-# ``zoid`` and its path, parent path and depth where the row is now.  The
-# prefix conditions match the B-tree on ``path`` (see ``path_clause``).
+# ``zoid`` and its path, parent path and depth where the row is now.
 _MATCHES = sql.SQL(
     "SELECT DISTINCT ON (s.zoid) s.zoid,"
-    " (r.final || substr(s.path, length(r.stored) + 1)) COLLATE \"C\" AS path,"
+    ' (r.final || substr(s.path, length(r.stored) + 1)) COLLATE "C" AS path,'
     " (CASE WHEN s.path = r.stored THEN r.final_parent"
     " ELSE r.final || substr(s.parent_path, length(r.stored) + 1) END)"
-    " COLLATE \"C\" AS parent_path,"
+    ' COLLATE "C" AS parent_path,'
     " s.path_depth + r.delta AS path_depth{extra}"
     " FROM object_state AS s JOIN jsonb_to_recordset(%s) AS"
     " r(stored text, final text, final_parent text, delta integer)"
-    " ON s.path = r.stored COLLATE \"C\""
+    ' ON s.path = r.stored COLLATE "C"'
     " OR (s.path >= (r.stored || '/') COLLATE \"C\""
     " AND s.path < (r.stored || '0') COLLATE \"C\")"
-    " WHERE s.idx IS NOT NULL{excluded}"
+    " WHERE s.idx IS NOT NULL AND {within}{excluded}"
     " ORDER BY s.zoid, length(r.stored) DESC"
 )
 
-#: Moves the stored rows of relocated subtrees, except the zoids given
-#: (rows written in full by the same commit carry their current path).
-#: Parameters: the relocations (JSON), the zoids to leave alone.
-RELOCATE = sql.SQL(
-    "UPDATE object_state AS o SET path = m.path, parent_path = m.parent_path,"
-    " path_depth = m.path_depth FROM ({}) AS m WHERE o.zoid = m.zoid"
-).format(
-    _MATCHES.format(
-        extra=sql.SQL(""), excluded=sql.SQL(" AND NOT s.zoid = ANY(%s::bigint[])")
+
+def relocate_statement(
+    relocations: tuple[Relocation, ...], keep: list[int]
+) -> tuple[sql.Composed, tuple]:
+    """The commit's ``UPDATE`` moving the stored rows of relocated subtrees,
+    except the zoids ``keep`` (rows written in full by the same commit
+    carry their current path)."""
+    within, within_params = _within(relocations)
+    matches = _MATCHES.format(
+        extra=sql.SQL(""),
+        within=within,
+        excluded=sql.SQL(" AND NOT s.zoid = ANY(%s::bigint[])"),
     )
-)
+    statement = sql.SQL(
+        "UPDATE object_state AS o SET path = m.path, parent_path = m.parent_path,"
+        " path_depth = m.path_depth FROM ({}) AS m WHERE o.zoid = m.zoid"
+    ).format(matches)
+    params = (Jsonb([r.as_json() for r in relocations]), *within_params, keep)
+    return statement, params
 
 
-def relocate_params(relocations: Iterable[Relocation], keep: list[int]) -> tuple:
-    return (Jsonb([r.as_json() for r in relocations]), keep)
-
-
-def relocated_rows(relocations: Iterable[Relocation]) -> tuple[sql.Composed, list]:
+def relocated_rows(relocations: tuple[Relocation, ...]) -> tuple[sql.Composed, list]:
     """The stored rows of relocated subtrees where they are now:
     ``zoid, path, parent_path, path_depth, idx, searchable_text``."""
+    within, within_params = _within(relocations)
     statement = _MATCHES.format(
-        extra=sql.SQL(", s.idx, s.searchable_text"), excluded=sql.SQL("")
+        extra=sql.SQL(", s.idx, s.searchable_text"),
+        within=within,
+        excluded=sql.SQL(""),
     )
-    return statement, [Jsonb([r.as_json() for r in relocations])]
+    return statement, [Jsonb([r.as_json() for r in relocations]), *within_params]

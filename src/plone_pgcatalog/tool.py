@@ -441,21 +441,12 @@ class PGCatalogTool(UniqueObject, Folder):
     def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
         """Catalog every content object again, in batches (Plone's ZMI
         button; its request's transaction is committed as it goes)."""
-        elapse = time.time()
-        c_elapse = time.process_time()
-        self.rebuild(pghandler=maintenance.ProgressLogHandler())
-        elapse = time.time() - elapse
-        c_elapse = time.process_time() - c_elapse
-        if RESPONSE is not None:
-            RESPONSE.redirect(
-                URL1
-                + "/manage_catalogAdvanced?manage_tabs_message="
-                + quote(
-                    "Catalog Rebuilt\n"
-                    f"Total time: {elapse!r}\n"
-                    f"Total CPU time: {c_elapse!r}"
-                )
-            )
+        _timed(
+            lambda: self.rebuild(pghandler=maintenance.ProgressLogHandler()),
+            "Catalog Rebuilt",
+            RESPONSE,
+            URL1,
+        )
 
     @security.protected(manage_zcatalog_entries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
@@ -483,21 +474,14 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(manage_zcatalog_entries)
     def manage_catalogReindex(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Clear the catalog, then catalog again everything it held."""
-        elapse = time.time()
-        c_elapse = time.process_time()
-        self.refreshCatalog(clear=1, pghandler=maintenance.ProgressLogHandler())
-        elapse = time.time() - elapse
-        c_elapse = time.process_time() - c_elapse
-        if RESPONSE is not None:
-            RESPONSE.redirect(
-                URL1
-                + "/manage_catalogAdvanced?manage_tabs_message="
-                + quote(
-                    "Catalog Updated \n"
-                    f"Total time: {elapse!r}\n"
-                    f"Total CPU time: {c_elapse!r}"
-                )
-            )
+        _timed(
+            lambda: self.refreshCatalog(
+                clear=1, pghandler=maintenance.ProgressLogHandler()
+            ),
+            "Catalog Updated ",
+            RESPONSE,
+            URL1,
+        )
 
     @security.protected(manage_zcatalog_entries)
     def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
@@ -736,6 +720,24 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getobject(self, rid: int, REQUEST=None):
         return self.unrestrictedTraverse(self.getpath(rid))
+
+
+def _timed(work, message: str, RESPONSE, URL1) -> None:
+    """Run ``work``; redirect to the ZMI's Advanced tab with its times
+    (ZCatalog's message of its maintenance buttons)."""
+    elapse = time.time()
+    c_elapse = time.process_time()
+    work()
+    elapse = time.time() - elapse
+    c_elapse = time.process_time() - c_elapse
+    if RESPONSE is not None:
+        RESPONSE.redirect(
+            URL1
+            + "/manage_catalogAdvanced?manage_tabs_message="
+            + quote(
+                f"{message}\nTotal time: {elapse!r}\nTotal CPU time: {c_elapse!r}"
+            )
+        )
 
 
 _FOUND = "plone_pgcatalog.found"
