@@ -169,6 +169,41 @@ def _record(site, dsn: str) -> Stage:
     )
 
 
+def _record_in_another_request(db, dsn: str) -> Stage:
+    """``_record`` on a connection of its own, in a thread of its own (as
+    a concurrent request of another Zope worker)."""
+    from AccessControl.SecurityManagement import getSecurityManager
+    from AccessControl.SecurityManagement import newSecurityManager
+    from AccessControl.SecurityManagement import noSecurityManager
+
+    import threading
+
+    found = []
+    user = getSecurityManager().getUser()  # the same user as this request
+
+    def run():
+        conn = db.open()
+        try:
+            site = conn.root()["Application"][SITE]
+            setSite(site)
+            newSecurityManager(None, user)
+            found.append(_record(site, dsn))
+        except BaseException as error:  # reported to the test thread
+            found.append(error)
+        finally:
+            transaction.abort()
+            noSecurityManager()
+            setSite(None)
+            conn.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if isinstance(found[0], BaseException):
+        raise found[0]
+    return found[0]
+
+
 class _anonymous:
     """Search as the anonymous user (``searchResults`` filters by user)."""
 
@@ -295,6 +330,8 @@ def lifecycle():
         old_catalog_oid = site.portal_catalog._p_oid
 
         site.portal_setup.runAllImportStepsFromProfile(INSTALL)
+        # Not committed yet: another request still gets ZCatalog's answers.
+        stages["during install"] = _record_in_another_request(layer["pgdb"], dsn)
         transaction.commit()
         stages["installed"] = _record(site, dsn)
         stages["installed"].extra["btrees"] = _catalog_btrees(site)
@@ -389,6 +426,13 @@ def test_each_step_answers_queries_as_zcatalog_did(lifecycle, stage, query):
 def test_the_site_finds_its_content_through_the_catalog(lifecycle, stage):
     assert lifecycle[stage].find == lifecycle["zcatalog"].find
     assert len(lifecycle[stage].find) == 15
+
+
+def test_the_site_answers_queries_while_the_install_runs(lifecycle):
+    during, before = lifecycle["during install"], lifecycle["zcatalog"]
+    assert during.tool_class == ZCATALOG_CLASS
+    assert during.results == before.results
+    assert during.metadata == before.metadata and during.length == before.length
 
 
 def test_install_writes_the_catalog_rows_to_postgresql(lifecycle):
