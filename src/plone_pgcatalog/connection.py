@@ -18,8 +18,13 @@ from __future__ import annotations
 from Acquisition import aq_chain
 from contextlib import contextmanager
 from plone_pgcatalog.errors import PGCatalogConfigurationError
+from psycopg.pq import TransactionStatus
 
+import logging
 import psycopg
+
+
+logger = logging.getLogger(__name__)
 
 
 def _jar(context):
@@ -52,12 +57,56 @@ def _storage_instance(context):
 
 def read_connection(context) -> psycopg.Connection:
     """The request's PostgreSQL connection, in its ZODB snapshot."""
-    conn = _storage_instance(context).pg_connection
+    return _pg_connection(_storage_instance(context))
+
+
+def _pg_connection(storage) -> psycopg.Connection:
+    conn = storage.pg_connection
     if conn is None:
         raise PGCatalogConfigurationError(
             "the ZODB connection of the catalog is closed"
         )
     return conn
+
+
+#: Set once per read snapshot, before its first catalog statement.
+_SAVEPOINT = "SAVEPOINT pgcatalog_read"
+_BACK_TO_SAVEPOINT = "ROLLBACK TO SAVEPOINT pgcatalog_read"
+
+
+@contextmanager
+def reading(context):
+    """The request's connection for catalog reads (``read_connection``).
+
+    A failed statement aborts a PostgreSQL transaction, and with it the
+    snapshot the ZODB loads objects from: the rest of the request (an
+    error page, too) could not load anything.  So the first catalog read
+    of each ZODB transaction sets a savepoint, and a failed read rolls
+    back to it: the snapshot stays, the error propagates.
+
+    One savepoint per transaction, not one per statement: reads change
+    nothing a rollback would have to undo, and ``ROLLBACK TO`` keeps the
+    savepoint for the next failure.  (A pair per statement cost two round
+    trips, 0.15 ms, on every search.)
+    """
+    storage = _storage_instance(context)
+    conn = _pg_connection(storage)
+    current = _jar(context).transaction_manager.get()
+    in_transaction = conn.info.transaction_status == TransactionStatus.INTRANS
+    if in_transaction and getattr(storage, "_pgcatalog_savepoint_of", None) is not current:
+        conn.execute(_SAVEPOINT)
+        storage._pgcatalog_savepoint_of = current
+    try:
+        yield conn
+    except psycopg.Error:
+        if conn.info.transaction_status == TransactionStatus.INERROR:
+            try:
+                conn.execute(_BACK_TO_SAVEPOINT)
+            except psycopg.Error:
+                # The snapshot began after the savepoint was set (a sync
+                # inside one ZODB transaction): nothing to go back to.
+                logger.warning("catalog read failed; the read snapshot is lost")
+        raise
 
 
 def storage_dsn(context) -> str:

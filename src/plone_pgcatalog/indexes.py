@@ -120,9 +120,8 @@ class _Rows:
         return statement, [*self.source_params, *site_params]
 
     def fetch(self, statement: sql.Composable, params) -> list[tuple]:
-        conn = connection.read_connection(self.tool)
         try:
-            with conn.transaction():
+            with connection.reading(self.tool) as conn:
                 with conn.cursor(row_factory=tuple_row) as cursor:
                     cursor.adapters.register_loader("jsonb", _OrjsonLoader)
                     cursor.execute(statement, params)

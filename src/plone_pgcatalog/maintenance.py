@@ -251,8 +251,7 @@ def _zoid(obj) -> int | None:
 
 def _snapshot_tid(tool) -> int:
     """The last transaction the objects that this transaction reads come from."""
-    conn = connection.read_connection(tool)
-    with conn.transaction():
+    with connection.reading(tool) as conn:
         return search.snapshot_tid(conn)
 
 

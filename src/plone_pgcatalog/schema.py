@@ -8,6 +8,12 @@ Owns: the DDL, all of it idempotent (``IF NOT EXISTS``), and its version.
 - ``index_ddl()`` gives the expression index that serves one catalog index;
   the tool applies it when an index is added.
 
+``idx`` is read by every condition its SQL indexes do not answer exactly
+(a filter on the heap row): out-of-line TOAST with pglz made each such
+read cost about 20 microseconds a row, kept in the row (storage MAIN) and
+compressed with lz4 about 4 (``benchmarks/README.rst``).  ``meta`` is read
+only for the brains a page shows and stays out of line.
+
 Rows of objects that are not cataloged have NULL catalog columns; every
 index is partial (``WHERE idx IS NOT NULL``), so the catalog's indexes
 stay as small as the catalog.  Must not open connections.
@@ -25,7 +31,9 @@ import re
 #: GenericSetup profile version follows it (``upgrades.py``).
 #: 2: path indexes for navtree and level queries; SearchableText weighted
 #: (exact words A, stems B), which needs the rows rewritten.
-SCHEMA_VERSION = 2
+#: 3: ``idx`` kept in the row (storage MAIN) and compressed with lz4 where
+#: the server has it; rows are rewritten to take the new form.
+SCHEMA_VERSION = 3
 
 BASE_DDL = f"""\
 ALTER TABLE object_state
@@ -56,6 +64,12 @@ CREATE INDEX IF NOT EXISTS pgcatalog_path_depth
     ON object_state (path_depth, path) WHERE idx IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_path_elements
     ON object_state USING gin (string_to_array(path, '/')) WHERE idx IS NOT NULL;
+ALTER TABLE object_state ALTER COLUMN idx SET STORAGE MAIN;
+DO $pgcatalog$ BEGIN
+    ALTER TABLE object_state ALTER COLUMN idx SET COMPRESSION lz4;
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'plone_pgcatalog: idx stays compressed with pglz: %', SQLERRM;
+END $pgcatalog$;
 """
 
 

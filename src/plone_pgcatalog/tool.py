@@ -376,9 +376,8 @@ class PGCatalogTool(UniqueObject, Folder):
             return True
         if zoid in _found_by_searches():
             return True  # as reindexObjectSecurity finds its objects
-        conn = connection.read_connection(self)
         try:
-            with conn.transaction():
+            with connection.reading(self) as conn:
                 return search.is_cataloged(conn, zoid)
         except psycopg.errors.UndefinedColumn:
             return False  # no catalog column yet: nothing is cataloged
@@ -564,9 +563,8 @@ class PGCatalogTool(UniqueObject, Folder):
             overlay,
             match_all=match_all,
         )
-        conn = connection.read_connection(self)
         try:
-            with conn.transaction():
+            with connection.reading(self) as conn:
                 found = search.run_search(conn, plan)
         except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
             # The catalog columns are created before the first commit that
@@ -587,7 +585,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
         def load_metadata(zoids):
             stored = [zoid for zoid in zoids if zoid not in pending_meta]
-            with conn.transaction():
+            with connection.reading(self) as conn:
                 loaded = search.load_metadata(conn, stored)
             loaded.update(
                 (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
@@ -625,9 +623,8 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.private
     def getCounter(self) -> int:
         processQueue()
-        conn = connection.read_connection(self)
         try:
-            with conn.transaction():
+            with connection.reading(self) as conn:
                 return search.read_counter(conn)
         except psycopg.errors.UndefinedTable:
             return 0
@@ -644,8 +641,7 @@ class PGCatalogTool(UniqueObject, Folder):
         pending = current_pending()
         if pending and rid in pending.rows:
             return pending.rows[rid].path
-        conn = connection.read_connection(self)
-        with conn.transaction():
+        with connection.reading(self) as conn:
             path = search.path_of(conn, rid, self._site_path())
         if path is None:
             raise KeyError(rid)
@@ -689,8 +685,7 @@ class PGCatalogTool(UniqueObject, Folder):
         if pending and rid in pending.rows:
             row = pending.rows[rid]
             return row.idx, row.meta
-        conn = connection.read_connection(self)
-        with conn.transaction():
+        with connection.reading(self) as conn:
             idx, meta = search.row_data(conn, rid)
         if idx is None:
             raise KeyError(rid)

@@ -321,3 +321,29 @@ def test_a_failing_vote_after_the_catalog_wrote_leaves_no_trace(
     assert committed["/plone/f/a"] == "A after"
     assert "/plone/f/c" not in committed and "/plone/f/b" in committed
     assert _found(portal) == committed
+
+
+def test_a_failed_read_leaves_the_snapshot_usable(pg_layer):
+    """A catalog statement that fails must not take the request's read
+    snapshot down with it: the error propagates, and the rest of the
+    request still loads objects and searches, in the same snapshot."""
+    from plone_pgcatalog.connection import reading
+
+    import psycopg
+
+    portal = pg_layer["portal"]
+    _site(portal)
+    catalog = portal.portal_catalog
+    before = _found(portal)
+    _in_other_thread(
+        pg_layer["pgdb"],
+        lambda p: api.content.create(container=p.f, type="Document", id="later"),
+    )
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with reading(catalog) as conn:
+            conn.execute("SELECT 1 / 0")
+    assert _found(portal) == before  # usable, and still the same snapshot
+    portal._p_jar.cacheMinimize()
+    assert portal.f.b.Title() == "B"  # the ZODB loads through it too
+    transaction.abort()
+    assert "/plone/f/later" in _found(portal)

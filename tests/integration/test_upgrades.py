@@ -7,6 +7,7 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import schema
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
+from psycopg import sql
 
 import transaction
 
@@ -43,8 +44,74 @@ def test_1_to_2_rewrites_searchable_text_of_version_1_rows(pg_layer):
     setup.upgradeProfile(PGCATALOG_PROFILE)
     transaction.commit()
 
-    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == ("2",)
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
+        str(schema.SCHEMA_VERSION),
+    )
     for word in ("lighthouses", "lighthouse"):
         assert [b.getPath() for b in api.content.find(SearchableText=word)] == [
             "/plone/d"
         ], word
+
+
+def _idx_storage(conn) -> tuple[str, str]:
+    return conn.execute(
+        "SELECT attstorage, attcompression FROM pg_attribute"
+        " WHERE attrelid = 'object_state'::regclass AND attname = 'idx'"
+    ).fetchone()
+
+
+def test_idx_is_kept_in_the_row_with_lz4(pg_layer):
+    with _database(pg_layer["portal"]) as conn:
+        storage, compression = _idx_storage(conn)
+        # The server's build decides: lz4 is a choice of this setting
+        # only where PostgreSQL was built with it.
+        has_lz4 = conn.execute(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
+            " WHERE name = 'default_toast_compression'"
+        ).fetchone()[0]
+    assert storage == "m"
+    assert compression == ("l" if has_lz4 else "")
+
+
+def test_2_to_3_rewrites_idx_in_the_new_form(pg_layer):
+    portal = pg_layer["portal"]
+    catalog = portal.portal_catalog
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    # What version 2 wrote: idx compressed with pglz, out of the row.  DDL
+    # waits for a write transaction, outside the test's read snapshot.
+    catalog._defer_ddl(
+        sql.SQL(
+            "ALTER TABLE object_state ALTER COLUMN idx SET STORAGE EXTENDED;"
+            " ALTER TABLE object_state ALTER COLUMN idx SET COMPRESSION pglz"
+        ),
+        "test: the form of version 2",
+    )
+    api.content.create(
+        container=portal, type="Document", id="d3", title="Harbour " * 400
+    )
+    transaction.commit()
+    with _database(portal) as conn:
+        assert _compression_of(conn, "/plone/d3") == "pglz"
+    catalog._defer_ddl(sql.SQL(schema.BASE_DDL), "test: version 3 again")
+    api.content.create(container=portal, type="Document", id="d4")
+    transaction.commit()
+    with _database(portal) as conn:
+        _storage, compression = _idx_storage(conn)
+    setup = portal.portal_setup
+    setup.setLastVersionForProfile(PGCATALOG_PROFILE, "2")
+
+    setup.upgradeProfile(PGCATALOG_PROFILE)
+    transaction.commit()
+
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == ("3",)
+    with _database(portal) as conn:
+        written = _compression_of(conn, "/plone/d3")
+    assert written == ("lz4" if compression == "l" else "pglz")
+    assert [b.getPath() for b in api.content.find(Title="harbour")] == ["/plone/d3"]
+
+
+def _compression_of(conn, path: str) -> str:
+    return conn.execute(
+        "SELECT pg_column_compression(idx) FROM object_state WHERE path = %s",
+        (path,),
+    ).fetchone()[0]

@@ -1,0 +1,87 @@
+"""Profile one read scenario on an instance a benchmark run kept.
+
+Usage (after ``run.py --keep-databases``, which prints where the worker
+logs and instances are)::
+
+    .venv/bin/python benchmarks/profile_query.py --instance DIR/instance-pgcatalog \
+        [--scenario simple] [--mode ids] [--iterations 200] [--top 30]
+
+Runs the scenario like the ``query`` phase does (one "request" per
+iteration), reports the median time, then the same iterations under
+cProfile, sorted by own time.  Where the time of a query goes (Python,
+round trips, PostgreSQL) is what the levers of the speed work are chosen
+by; this script is how to look.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import argparse
+import cProfile
+import pstats
+import scenarios
+import statistics
+import sys
+import time
+import worker
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/profile_query.py")
+    parser.add_argument("--instance", type=Path, required=True)
+    names = [scenario.name for scenario in scenarios.SCENARIOS] + ["page", "unique"]
+    parser.add_argument("--scenario", default="simple", choices=names)
+    parser.add_argument("--mode", default="ids", choices=scenarios.MODES)
+    parser.add_argument("--iterations", type=int, default=200)
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args(argv)
+    zope_conf = args.instance / "etc" / "zope.conf"
+    if not zope_conf.exists():
+        parser.error(f"no {zope_conf}: give an instance directory of a kept run")
+
+    session = worker.Session(zope_conf)
+    anonymous = args.scenario == "page"
+    if args.scenario == "page":
+        action = scenarios.page_queries
+    elif args.scenario == "unique":
+        action = scenarios.unique_subjects
+    else:
+        scenario = next(s for s in scenarios.SCENARIOS if s.name == args.scenario)
+        anonymous = scenario.anonymous
+
+        def action(catalog, site_path):
+            return scenarios.run_scenario(catalog, scenario, site_path, args.mode)
+
+    def timed(profiler=None) -> list[float]:
+        times = []
+        for _ in range(args.iterations):
+            with session.request(anonymous=anonymous) as (site, _conn):
+                catalog = site.portal_catalog
+                site_path = "/".join(site.getPhysicalPath())
+                if profiler is not None:
+                    profiler.enable()
+                started = time.perf_counter_ns()
+                action(catalog, site_path)
+                times.append((time.perf_counter_ns() - started) / 1e6)
+                if profiler is not None:
+                    profiler.disable()
+        return times
+
+    timed()  # warm up: caches, prepared statements
+    times = timed()
+    print(
+        f"{args.scenario} ({args.mode}): median {statistics.median(times):.3f} ms, "
+        f"min {min(times):.3f} ms over {len(times)} iterations"
+    )
+    profiler = cProfile.Profile()
+    timed(profiler)
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.sort_stats("tottime").print_stats(args.top)
+    stats.sort_stats("cumulative").print_stats(args.top)
+    session.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
