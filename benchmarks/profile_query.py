@@ -4,7 +4,7 @@ Usage (after ``run.py --keep-databases``, which prints where the worker
 logs and instances are)::
 
     .venv/bin/python benchmarks/profile_query.py --instance DIR/instance-pgcatalog \
-        [--scenario simple] [--mode ids] [--iterations 200] [--top 30]
+        [--scenario simple] [--mode ids] [--iterations 200] [--top 30] [--explain DSN]
 
 Runs the scenario like the ``query`` phase does (one "request" per
 iteration), reports the median time, then the same iterations under
@@ -35,6 +35,12 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", default="ids", choices=scenarios.MODES)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument(
+        "--explain",
+        metavar="DSN",
+        help="also print EXPLAIN (ANALYZE, BUFFERS) of the scenario's SQL, "
+        "run on this database",
+    )
     args = parser.parse_args(argv)
     zope_conf = args.instance / "etc" / "zope.conf"
     if not zope_conf.exists():
@@ -74,6 +80,11 @@ def main(argv=None) -> int:
         f"{args.scenario} ({args.mode}): median {statistics.median(times):.3f} ms, "
         f"min {min(times):.3f} ms over {len(times)} iterations"
     )
+    if args.explain:
+        for plan in scenarios.explain_all(session, args.explain, only=args.scenario):
+            print(f"\n{plan['sql']}\n{plan['params']}\n{plan['explain']}\n")
+    if not args.top:
+        return 0
     profiler = cProfile.Profile()
     timed(profiler)
     stats = pstats.Stats(profiler, stream=sys.stdout)

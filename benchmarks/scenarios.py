@@ -302,8 +302,9 @@ def captured_sql():
         search.run_search = original
 
 
-def explain_all(session, dsn: str) -> list[dict]:
-    """Each scenario's SQL and ``EXPLAIN (ANALYZE, BUFFERS)`` of it."""
+def explain_all(session, dsn: str, only: str | None = None) -> list[dict]:
+    """Each scenario's SQL (or scenario ``only``'s) and ``EXPLAIN (ANALYZE,
+    BUFFERS)`` of it."""
     from psycopg import sql
 
     import psycopg
@@ -314,6 +315,8 @@ def explain_all(session, dsn: str) -> list[dict]:
         for s in SCENARIOS
     ]
     actions.append(("page", True, page_queries))
+    if only is not None:
+        actions = [action for action in actions if action[0] == only]
     with psycopg.connect(dsn, autocommit=True) as pg:
         for name, anonymous, action in actions:
             with captured_sql() as captured:

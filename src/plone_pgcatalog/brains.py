@@ -28,7 +28,13 @@ from zope.interface.common.sequence import IFiniteSequence
 from ZTUtils.Lazy import Lazy
 from ZPublisher.BaseRequest import RequestContainer
 
+import logging
 import Missing
+import transaction
+import weakref
+
+
+logger = logging.getLogger(__name__)
 
 
 class MetadataBatch:
@@ -149,9 +155,17 @@ class LazyResults(Lazy):
     """What ``searchResults`` returns: a sequence of brains.
 
     A ``ZTUtils.Lazy`` like ZCatalog's results, so that code adapting those
-    (plone.restapi's serializer, for one) adapts these too.  ``len()`` is the number of brains in it (the window, when ``b_size`` or
+    (plone.restapi's serializer, for one) adapts these too.  ``len()`` is
+    the number of brains in it (the window, when ``b_size`` or
     ``sort_limit`` cut it); ``actual_result_count`` is the number of
     matches, as in ZCatalog.
+
+    A result without a window may hold only its first rows: ``rest(offset)``
+    then fetches ``(ids, scores)`` of all the others, the first time a brain
+    past them is read.  The rows are those of the search's snapshot, which
+    ends with the transaction: if the rest has not been read by then, it
+    is fetched just before the commit or abort (ZCatalog's results, too,
+    keep the records they found when a script commits while it iterates).
     """
 
     __allow_access_to_unprotected_subobjects__ = True
@@ -164,19 +178,37 @@ class LazyResults(Lazy):
         schema,
         load_metadata: Callable[[list[int]], dict],
         scores: list | None = None,
+        rest: Callable[[int], tuple[list, list | None]] | None = None,
     ):
         self._ids = ids
         self._scores = scores
-        self._len = len(ids)
+        self._rest = rest if len(ids) < actual_result_count else None
+        self._len = actual_result_count if self._rest else len(ids)
         self.actual_result_count = actual_result_count
         self._catalog = catalog
         self._schema = frozenset(schema)
-        self._batch = MetadataBatch([zoid for zoid, _ in ids], load_metadata)
+        self._zoids = [zoid for zoid, _ in ids]
+        self._batch = MetadataBatch(self._zoids, load_metadata)
+        if self._rest is not None:
+            _fetch_before_the_transaction_ends(self)
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return self._len
+
+    def _fetch_rest(self) -> None:
+        if self._rest is None:
+            return
+        ids, scores = self._rest(len(self._ids))
+        self._rest = None
+        self._ids.extend(ids)
+        self._zoids.extend(zoid for zoid, _ in ids)
+        if self._scores is not None and scores is not None:
+            self._scores.extend(scores)
+        self._len = len(self._ids)
 
     def _brain(self, position: int) -> PGCatalogBrain:
+        if position >= len(self._ids):
+            self._fetch_rest()
         zoid, path = self._ids[position]
         brain = PGCatalogBrain(zoid, path, self._schema, self._batch, position)
         if self._scores is not None:
@@ -195,8 +227,37 @@ class LazyResults(Lazy):
         return self._brain(position)
 
     def __iter__(self):
-        for position in range(len(self)):
+        position = 0
+        while position < len(self):  # the length is final once all is read
             yield self._brain(position)
+            position += 1
 
     def __repr__(self) -> str:
         return f"<LazyResults of {len(self)} (of {self.actual_result_count})>"
+
+
+_UNFINISHED = "plone_pgcatalog.unfinished"
+
+
+def _fetch_before_the_transaction_ends(results: LazyResults) -> None:
+    """Have the rest of ``results`` fetched before the transaction commits
+    or aborts, if they are still in use by then and not read to the end."""
+    txn = transaction.get()
+    try:
+        unfinished = txn.data(_UNFINISHED)
+    except KeyError:
+        unfinished = weakref.WeakSet()
+        txn.set_data(_UNFINISHED, unfinished)
+        txn.addBeforeCommitHook(_fetch_all, (unfinished,))
+        txn.addBeforeAbortHook(_fetch_all, (unfinished,))
+    unfinished.add(results)
+
+
+def _fetch_all(unfinished: weakref.WeakSet) -> None:
+    for results in list(unfinished):
+        try:
+            results._fetch_rest()
+        except Exception:
+            # An abort must go on; reading past the first rows will fetch
+            # them again, from the next transaction's snapshot.
+            logger.warning("could not fetch the rest of %r", results, exc_info=True)

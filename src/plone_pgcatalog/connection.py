@@ -109,6 +109,21 @@ def reading(context):
         raise
 
 
+def snapshot_id(context) -> tuple | None:
+    """What identifies the committed state the request reads, or None.
+
+    zodb-pgjsonb begins each read snapshot, then reads the last committed
+    transaction id in it (``_polled_tid``): two readers with the same id
+    of the same database see the same stored rows.  None when the storage
+    does not tell (then nothing may be shared between readers).
+    """
+    storage = _storage_instance(context)
+    tid = getattr(storage, "_polled_tid", None)
+    if tid is None or not getattr(storage, "_in_read_txn", False):
+        return None
+    return (id(storage._main), tid)
+
+
 def storage_dsn(context) -> str:
     """The DSN of the database that stores ``context``."""
     return _storage_instance(context)._main._dsn

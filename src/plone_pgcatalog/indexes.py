@@ -43,6 +43,7 @@ from Acquisition import Implicit
 from BTrees.IIBTree import IITreeSet
 from BTrees.IIBTree import intersection
 from BTrees.LLBTree import LLTreeSet
+from collections import OrderedDict
 from collections.abc import Callable
 from DateTime import DateTime
 from plone.indexer.interfaces import IIndexableObject
@@ -77,6 +78,7 @@ import datetime
 import logging
 import orjson
 import psycopg
+import threading
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +114,16 @@ class _Rows:
         self.site_path = "/".join(aq_parent(aq_inner(tool)).getPhysicalPath())
         self.source, self.source_params = _source()
 
+    def cache_key(self, *what) -> tuple | None:
+        """A key of ``snapshot_cache`` for an answer about these rows, or
+        None if they are not only stored rows."""
+        if self.source_params:
+            return None  # pending changes laid over them
+        snapshot = connection.snapshot_id(self.tool)
+        if snapshot is None:
+            return None
+        return (*snapshot, self.site_path, *what)
+
     def scope(self, joined: sql.Composable | None = None) -> tuple[sql.Composed, list]:
         site, site_params = path_clause(self.site_path, -1)
         statement = sql.SQL("FROM {}{} WHERE idx IS NOT NULL AND {}").format(
@@ -143,9 +155,47 @@ class _Rows:
 def _source() -> tuple[sql.Composable, tuple]:
     # The same overlay the tool's searches read.
     pending = current_pending()
-    if not pending:
+    overlay = pending.overlay() if pending else None
+    if not overlay:
         return sql.SQL("object_state"), ()
-    return pending.overlay().source()
+    return overlay.source()
+
+
+class _SnapshotCache:
+    """Answers computed from the stored rows of one committed state, shared
+    by every reader of that state (``connection.snapshot_id``).
+
+    Never stale: a commit makes a new state and so a new key; an answer
+    that lays a transaction's pending changes over the rows is not kept.
+    Bounded: the least recently used answers go first.
+    """
+
+    SIZE = 512
+
+    def __init__(self):
+        self._answers: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, compute: Callable[[], list]) -> list:
+        if key is None:
+            return compute()
+        with self._lock:
+            if key in self._answers:
+                self._answers.move_to_end(key)
+                return self._answers[key]
+        answer = compute()
+        with self._lock:
+            self._answers[key] = answer
+            while len(self._answers) > self.SIZE:
+                self._answers.popitem(last=False)
+        return answer
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
+snapshot_cache = _SnapshotCache()
 
 
 def _tool_of(context, name: str):
@@ -560,13 +610,24 @@ class ValueIndexView(DataIndexView):
         if name is not None and name != self._name:
             return iter(())
         rows = self._rows()
+        key = rows.cache_key(
+            "uniqueValues", self._name, type(self).__name__, bool(withLengths)
+        )
         if withLengths:
-            pairs = [
-                (self._decode(value, rows), count)
-                for value, count in self._value_counts(rows)
-            ]
-            return iter(self._lengths(_sorted_pairs(pairs)))
-        return iter(_sorted(self._decode(value, rows) for value in self._values(rows)))
+
+            def compute():
+                pairs = [
+                    (self._decode(value, rows), count)
+                    for value, count in self._value_counts(rows)
+                ]
+                return self._lengths(_sorted_pairs(pairs))
+
+        else:
+
+            def compute():
+                return _sorted(self._decode(value, rows) for value in self._values(rows))
+
+        return iter(snapshot_cache.get(key, compute))
 
     def _lengths(self, pairs: list[tuple]) -> list[tuple]:
         return pairs

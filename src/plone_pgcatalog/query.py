@@ -262,8 +262,15 @@ class SearchSQL:
         The total is asked for only when the window may not hold every
         match.
         """
+        return self.rows_query(self.limit, self.offset, counted=self.windowed)
+
+    def rows_query(
+        self, limit: int | None, offset: int, counted: bool
+    ) -> tuple[sql.Composed, tuple]:
+        """``ids_query`` for rows ``offset`` to ``offset + limit`` of the
+        whole ordered result; ``counted`` adds the number of all matches."""
         total, total_params = sql.SQL(""), []
-        if self.windowed:
+        if counted:
             total = sql.SQL(", count(*) OVER ()")
         if self.score is None:
             statement = sql.SQL(
@@ -283,12 +290,12 @@ class SearchSQL:
                 *self.source_params,
                 *self.params,
             ]
-        if self.limit is not None:
+        if limit is not None:
             statement += sql.SQL(" LIMIT %s")
-            params.append(self.limit)
-        if self.offset:
+            params.append(limit)
+        if offset:
             statement += sql.SQL(" OFFSET %s")
-            params.append(self.offset)
+            params.append(offset)
         return statement, tuple(params)
 
     def count_query(self) -> tuple[sql.Composed, tuple]:

@@ -592,6 +592,12 @@ class PGCatalogTool(UniqueObject, Folder):
             )
             return loaded
 
+        def rest(offset: int) -> tuple[list, list | None]:
+            with connection.reading(self) as conn:
+                more = search.fetch_rest(conn, plan, offset)
+            _found_by_searches().update(zoid for zoid, _ in more.ids)
+            return more.ids, more.scores
+
         return LazyResults(
             found.ids,
             found.total,
@@ -599,6 +605,7 @@ class PGCatalogTool(UniqueObject, Folder):
             self._catalog.names,
             load_metadata,
             found.scores,
+            rest=None if plan.windowed or plan.python_slice else rest,
         )
 
     def _text_configs(self, query: dict) -> tuple[str, ...]:

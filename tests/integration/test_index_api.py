@@ -668,3 +668,46 @@ def test_genericsetup_exports_and_imports_catalog_xml_through_the_views(pg_layer
     assert definition.indexed_attrs == ["keywords"]
     assert catalog.Indexes["Subject"].getIndexSourceNames() == ["keywords"]
     transaction.abort()
+
+
+def test_unique_values_are_shared_by_the_readers_of_one_state_never_stale(
+    pg_layer, monkeypatch
+):
+    """``uniqueValuesFor`` reads every row of the index: its answer is kept
+    for the readers of the same committed state, and only for them."""
+    from plone_pgcatalog import indexes
+    from Products.CMFCore.indexing import processQueue
+    from tests.integration.test_transactions import _in_other_thread
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+    api.content.create(container=portal, type="Document", id="a", subject=["alpha"])
+    transaction.commit()
+    reads = []
+    original = indexes._Rows.fetch
+    monkeypatch.setattr(
+        indexes._Rows,
+        "fetch",
+        lambda rows, *args: reads.append(args) or original(rows, *args),
+    )
+    assert catalog.uniqueValuesFor("Subject") == ("alpha",)
+    transaction.begin()  # another request on the same committed state
+    assert catalog.uniqueValuesFor("Subject") == ("alpha",)
+    assert len(reads) == 1
+    # Another writer commits: the next request reads the new state.
+    _in_other_thread(
+        pg_layer["pgdb"],
+        lambda p: api.content.create(
+            container=p, type="Document", id="b", subject=["beta"]
+        ),
+    )
+    transaction.begin()
+    assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta")
+    assert len(reads) == 2
+    # This transaction's own changes are seen, and not kept for others.
+    api.content.create(container=portal, type="Document", id="c", subject=["gamma"])
+    processQueue()
+    assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta", "gamma")
+    transaction.abort()
+    assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta")

@@ -40,3 +40,68 @@ def test_reading_everything_takes_few_queries_each_row_once():
     assert len(loader.calls) <= 7  # 20, 20, 40, 80, 160, 320, 360
     loaded = [z for call in loader.calls for z in call]
     assert sorted(loaded) == zoids
+
+
+# -- results that hold their first rows only (``LazyResults`` with ``rest``)
+
+
+class _Rest:
+    """The rows of a 250-match result past the first 100."""
+
+    def __init__(self, ids):
+        self.ids = ids
+        self.offsets: list[int] = []
+
+    def __call__(self, offset):
+        self.offsets.append(offset)
+        return self.ids[offset:], None
+
+
+def _results(total=250, first=100):
+    from Acquisition import Implicit
+    from plone_pgcatalog.brains import LazyResults
+
+    import transaction
+
+    transaction.begin()
+    ids = [(zoid, f"/plone/d{zoid}") for zoid in range(total)]
+    rest = _Rest(ids)
+    results = LazyResults(
+        ids[:first], total, Implicit(), ["Title"], _Loader(), rest=rest
+    )
+    return results, rest
+
+
+def test_len_and_the_first_page_read_only_the_first_rows():
+    results, rest = _results()
+    assert len(results) == results.actual_result_count == 250
+    assert [b.getPath() for b in results[:20]] == [f"/plone/d{z}" for z in range(20)]
+    assert results[99].getPath() == "/plone/d99"
+    assert rest.offsets == []
+
+
+def test_a_brain_past_the_first_rows_fetches_all_the_others_once():
+    results, rest = _results()
+    assert results[-1].getPath() == "/plone/d249"
+    assert [b.getPath() for b in results] == [f"/plone/d{z}" for z in range(250)]
+    assert rest.offsets == [100]
+
+
+def test_the_rest_is_fetched_before_the_transaction_ends():
+    import transaction
+
+    for end in (transaction.commit, transaction.abort):
+        results, rest = _results()
+        end()
+        assert rest.offsets == [100]
+        assert len(list(results)) == 250
+        assert rest.offsets == [100]
+
+
+def test_a_complete_result_fetches_nothing_more():
+    import transaction
+
+    results, rest = _results(total=40)
+    transaction.commit()
+    assert len(list(results)) == 40
+    assert rest.offsets == []

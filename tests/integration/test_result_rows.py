@@ -1,0 +1,79 @@
+"""A result returns the rows that are read, not the whole result.
+
+``len()`` and the first page of a large result cost one query of
+``search.FIRST_ROWS`` rows; reading further fetches the rest once; a
+transaction that ends while a result is in use does not lose its rows
+(what a script that commits every few objects relies on).
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import search
+
+import pytest
+import transaction
+
+
+DOCUMENTS = search.FIRST_ROWS + 50
+
+
+@pytest.fixture
+def many(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = api.content.create(container=portal, type="Folder", id="many")
+    for number in range(DOCUMENTS):
+        api.content.create(container=folder, type="Document", id=f"d{number:03}")
+    transaction.commit()
+    return portal
+
+
+@pytest.fixture
+def transferred(monkeypatch):
+    """The number of rows each search statement returned."""
+    counts: list[int] = []
+    original = search._execute
+
+    def counting(conn, statement, params):
+        rows = original(conn, statement, params)
+        counts.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(search, "_execute", counting)
+    return counts
+
+
+def _paths(brains) -> list[str]:
+    return [brain.getPath() for brain in brains]
+
+
+def test_len_and_the_first_page_transfer_the_first_rows_only(many, transferred):
+    expected = [f"/plone/many/d{number:03}" for number in range(DOCUMENTS)]
+    results = api.content.find(portal_type="Document", sort_on="id")
+    assert len(results) == results.actual_result_count == DOCUMENTS
+    assert _paths(results[:20]) == expected[:20]
+    assert [brain.Title for brain in results[:20]] == [""] * 20
+    assert transferred == [search.FIRST_ROWS]
+    # Reading on fetches the others, once.
+    assert _paths(results) == expected
+    assert _paths(results[-3:]) == expected[-3:]
+    assert transferred == [search.FIRST_ROWS, DOCUMENTS - search.FIRST_ROWS]
+
+
+def test_a_script_that_commits_while_it_iterates_sees_every_match(many):
+    """The rows a search found stay the result's, as ZCatalog's records
+    do, even when the script changes them so that they match no more."""
+    results = api.content.find(portal_type="Document", review_state="private")
+    assert len(results) == DOCUMENTS
+    seen = []
+    for number, brain in enumerate(results):
+        seen.append(brain.getPath())
+        api.content.transition(obj=brain.getObject(), transition="publish")
+        if number % 10 == 9:
+            transaction.commit()
+    transaction.commit()
+    assert len(seen) == len(set(seen)) == DOCUMENTS
+    assert len(api.content.find(portal_type="Document", review_state="private")) == 0
