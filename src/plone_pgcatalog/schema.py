@@ -9,10 +9,17 @@ Owns: the DDL, all of it idempotent (``IF NOT EXISTS``), and its version.
   the tool applies it when an index is added.
 
 ``idx`` is read by every condition its SQL indexes do not answer exactly
-(a filter on the heap row): out-of-line TOAST with pglz made each such
-read cost about 20 microseconds a row, kept in the row (storage MAIN) and
-compressed with lz4 about 4 (``benchmarks/README.rst``).  ``meta`` is read
-only for the brains a page shows and stays out of line.
+(a filter on the heap row), several times per row.  Stored as PostgreSQL
+stores a wide value by default (compressed with pglz, moved out of the
+row into TOAST), each read cost about 20 microseconds a row.  So ``idx``
+stays in the row (storage MAIN), compressed only when the row would not
+fit otherwise (with lz4 where the server has it), and the table keeps
+rows of up to 4 KB whole (``toast_tuple_target``): with the default of 2
+KB, the wide ``idx`` pushed every other column of the row into TOAST
+(``path``, and zodb-pgjsonb's ``class_mod`` and ``refs``), which ZODB loads
+then paid for.  The object's ``state`` is moved out first, as before;
+``path`` and ``parent_path`` stay in the row (MAIN) too.  ``meta`` is read
+only for the brains a page shows.
 
 Rows of objects that are not cataloged have NULL catalog columns; every
 index is partial (``WHERE idx IS NOT NULL``), so the catalog's indexes
@@ -31,8 +38,8 @@ import re
 #: GenericSetup profile version follows it (``upgrades.py``).
 #: 2: path indexes for navtree and level queries; SearchableText weighted
 #: (exact words A, stems B), which needs the rows rewritten.
-#: 3: ``idx`` kept in the row (storage MAIN) and compressed with lz4 where
-#: the server has it; rows are rewritten to take the new form.
+#: 3: ``idx`` kept in the row (storage MAIN, rows of up to 4 KB kept whole,
+#: lz4 where the server has it); rows are rewritten to take the new form.
 SCHEMA_VERSION = 3
 
 BASE_DDL = f"""\
@@ -64,7 +71,10 @@ CREATE INDEX IF NOT EXISTS pgcatalog_path_depth
     ON object_state (path_depth, path) WHERE idx IS NOT NULL;
 CREATE INDEX IF NOT EXISTS pgcatalog_path_elements
     ON object_state USING gin (string_to_array(path, '/')) WHERE idx IS NOT NULL;
-ALTER TABLE object_state ALTER COLUMN idx SET STORAGE MAIN;
+ALTER TABLE object_state SET (toast_tuple_target = 4080);
+ALTER TABLE object_state ALTER COLUMN idx SET STORAGE MAIN,
+    ALTER COLUMN path SET STORAGE MAIN,
+    ALTER COLUMN parent_path SET STORAGE MAIN;
 DO $pgcatalog$ BEGIN
     ALTER TABLE object_state ALTER COLUMN idx SET COMPRESSION lz4;
 EXCEPTION WHEN OTHERS THEN

@@ -115,3 +115,46 @@ def _compression_of(conn, path: str) -> str:
         "SELECT pg_column_compression(idx) FROM object_state WHERE path = %s",
         (path,),
     ).fetchone()[0]
+
+
+def _blocks_read(conn, expression: str, zoid: int) -> int:
+    """Buffers one row's ``expression`` reads (index, heap and TOAST)."""
+    [[explained]] = conn.execute(
+        sql.SQL(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)"
+            " SELECT {} FROM object_state WHERE zoid = %s"
+        ).format(sql.SQL(expression)),
+        (zoid,),
+    ).fetchall()
+    plan = explained[0]["Plan"]
+    return plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+
+
+def test_a_cataloged_row_is_read_without_toast(pg_layer):
+    """``idx``, the path and zodb-pgjsonb's own small columns stay in the
+    row: reading them costs no block more than finding the row."""
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    page = api.content.create(
+        container=portal,
+        type="Document",
+        id="wide",
+        title="Wide",
+        description="harbour lighthouse " * 60,
+        subject=[f"tag{number}" for number in range(20)],
+    )
+    transaction.commit()
+    zoid = int.from_bytes(page._p_oid, "big")
+    with _database(portal) as conn:
+        assert conn.execute(
+            "SELECT octet_length(idx::text) FROM object_state WHERE zoid = %s",
+            (zoid,),
+        ).fetchone()[0] > 3000
+        found = _blocks_read(conn, "zoid", zoid)
+        read = _blocks_read(
+            conn,
+            "length(path), length(parent_path), length(class_mod),"
+            " cardinality(refs), idx -> 'portal_type'",
+            zoid,
+        )
+    assert read == found
