@@ -284,22 +284,22 @@ def all_measurements(session, warmup: int, iterations: int, progress=None):
 
 @contextmanager
 def captured_sql():
-    """Record the id queries ``plone_pgcatalog.search.run_search`` runs."""
+    """Record the statements of searches (``plone_pgcatalog.search._execute``:
+    the first rows of a result, a window, the rest of a result)."""
     from plone_pgcatalog import search
 
     captured: list[tuple] = []
-    original = search.run_search
+    original = search._execute
 
-    def recording(conn, plan):
-        statement, params = plan.ids_query()
+    def recording(conn, statement, params):
         captured.append((statement, params))
-        return original(conn, plan)
+        return original(conn, statement, params)
 
-    search.run_search = recording
+    search._execute = recording
     try:
         yield captured
     finally:
-        search.run_search = original
+        search._execute = original
 
 
 def explain_all(session, dsn: str, only: str | None = None) -> list[dict]:
