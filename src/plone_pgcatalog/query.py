@@ -270,7 +270,17 @@ class SearchSQL:
         """``ids_query`` for rows ``offset`` to ``offset + limit`` of the
         whole ordered result; ``counted`` adds the number of all matches."""
         total, total_params = sql.SQL(""), []
-        if counted:
+        if counted and self.score is None:
+            # Counted apart (an InitPlan, run once): a window function
+            # would make the window's query read and sort every match,
+            # where an index can give the order and stop at the window's
+            # end.
+            total = sql.SQL(", (SELECT count(*) FROM {} WHERE {})").format(
+                self.source, self.where
+            )
+            total_params = [*self.source_params, *self.params]
+        elif counted:
+            # Ranked: every match is scored for the order anyway.
             total = sql.SQL(", count(*) OVER ()")
         if self.score is None:
             statement = sql.SQL(

@@ -232,8 +232,16 @@ class FieldTranslator:
         return [numeric, text_key(name)]
 
 
+class _NumbersOnly:
+    """An index whose values are all ints: sorted on the JSONB value alone,
+    the expression of its B-tree index, which can then give the order."""
+
+    def sort_expressions(self, index):
+        return [json_key(index.getId())]
+
+
 @implementer(IIndexTranslator)
-class DateTranslator(FieldTranslator):
+class DateTranslator(_NumbersOnly, FieldTranslator):
     """DateIndex: minutes as ZCatalog's DateIndex computes them (an int)."""
 
     def convert(self, index, value):
@@ -512,7 +520,7 @@ class TextTranslator:
 
 
 @implementer(IIndexTranslator)
-class PositionTranslator(FieldTranslator):
+class PositionTranslator(_NumbersOnly, FieldTranslator):
     """GopipIndex: the position of the object in its folder, an int."""
 
     query_options = ("query", "range", "not")
