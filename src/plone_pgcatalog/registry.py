@@ -34,6 +34,7 @@ from zope.component import queryUtility
 from zope.interface import implementer
 
 import datetime
+import functools
 import math
 
 
@@ -42,20 +43,25 @@ import math
 IDX = sql.Identifier("idx")
 
 # Text compares like Python's str: by code point.  With UTF-8, byte order
-# ("C" collation) is code point order; a language collation is not.
-COLLATE_C = sql.SQL(' COLLATE "C"')
+# ("C" collation) is code point order; a language collation is not: see
+# ``text_key``.
 
 
-def json_key(index_name: str) -> sql.Composed:
+@functools.lru_cache(maxsize=4096)
+def _quoted(index_name: str) -> str:
+    # Quoted by psycopg once per name: composing a literal is most of the
+    # time it takes to translate a query.
+    return sql.Literal(index_name).as_string(None)
+
+
+def json_key(index_name: str) -> sql.SQL:
     """``idx->'name'``: the JSONB value of one index."""
-    return sql.SQL("(idx -> {})").format(sql.Literal(index_name))
+    return sql.SQL(f"(idx -> {_quoted(index_name)})")
 
 
-def text_key(index_name: str) -> sql.Composed:
+def text_key(index_name: str) -> sql.SQL:
     """``idx->>'name'`` compared by code point, as Python compares str."""
-    return sql.SQL("((idx ->> {})").format(sql.Literal(index_name)) + COLLATE_C + (
-        sql.SQL(")")
-    )
+    return sql.SQL(f'((idx ->> {_quoted(index_name)}) COLLATE "C")')
 
 
 def comparable(value):
