@@ -150,11 +150,12 @@ def test_a_cataloged_row_is_read_without_toast(pg_layer):
             "SELECT octet_length(idx::text) FROM object_state WHERE zoid = %s",
             (zoid,),
         ).fetchone()[0] > 3000
-        found = _blocks_read(conn, "zoid", zoid)
-        read = _blocks_read(
-            conn,
+        columns = (
             "length(path), length(parent_path), length(class_mod),"
-            " cardinality(refs), idx -> 'portal_type'",
-            zoid,
+            " cardinality(refs), idx -> 'portal_type'"
         )
-    assert read == found
+        _blocks_read(conn, columns, zoid)  # first reads may set hint bits
+        found = _blocks_read(conn, "zoid", zoid)
+        read = _blocks_read(conn, columns, zoid)
+    # Out of the row (TOAST), these values cost about 30 blocks.
+    assert read <= found
