@@ -60,7 +60,10 @@ def _header(results: dict) -> list[str]:
         "",
         f"- Run {results['started']}, {results['seconds'] / 60:.1f} min; "
         f"{results['warmup']} warm-up + {results['iterations']} timed "
-        "iterations per query, times in ms (median, p95).",
+        "iterations per query, times in ms (median, p95); plone_pgcatalog's "
+        "results kept per committed state: "
+        + ("**on**" if results.get("result_cache") else "off")
+        + ".",
         f"- Machine: {machine['cpu']}, {machine['cpus']} CPUs, "
         f"{_memory(machine['memory'])} RAM; {machine['platform']}; "
         f"Python {machine['python']}.",

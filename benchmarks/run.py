@@ -5,6 +5,7 @@ Usage (from the repository root; ``make bench`` does this)::
     .venv/bin/python benchmarks/run.py [--docs 500] [--dsn DSN]
         [--backends zcatalog,pgcatalog] [--warmup 5] [--iterations 50]
         [--output benchmarks/results/docs-500] [--keep-databases]
+        [--result-cache]
 
 For each backend, on the same PostgreSQL server: a fresh database, then
 three processes started one after the other (worker.py): ``create`` (the
@@ -69,6 +70,13 @@ def parse_args(argv) -> argparse.Namespace:
         "(default: benchmarks/results/docs-N)",
     )
     parser.add_argument(
+        "--result-cache",
+        action="store_true",
+        help="keep plone_pgcatalog's results per committed state "
+        "(off by default: the timed iterations repeat one query on one "
+        "state, so they would measure the cache, not the search)",
+    )
+    parser.add_argument(
         "--keep-databases",
         action="store_true",
         help="do not drop the benchmark databases at the end",
@@ -130,6 +138,10 @@ def run_phase(phase, backend, dsn, args, workdir: Path) -> dict:
         try:
             subprocess.run(
                 command,
+                env={
+                    **os.environ,
+                    "PGCATALOG_RESULT_CACHE": "on" if args.result_cache else "off",
+                },
                 stdout=stderr,
                 stderr=stderr,
                 check=True,
@@ -292,6 +304,7 @@ def run(args, server_dsn: str, workdir: Path) -> int:
         "docs": args.docs,
         "warmup": args.warmup,
         "iterations": args.iterations,
+        "result_cache": args.result_cache,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(server_dsn),
         "pgcatalog_source": pgcatalog_source(),

@@ -287,6 +287,7 @@ def captured_sql():
     """Record the statements of searches (``plone_pgcatalog.search._execute``:
     the first rows of a result, a window, the rest of a result)."""
     from plone_pgcatalog import search
+    from plone_pgcatalog import snapshots
 
     captured: list[tuple] = []
     original = search._execute
@@ -296,10 +297,12 @@ def captured_sql():
         return original(conn, statement, params)
 
     search._execute = recording
+    cache_enabled, snapshots.results.enabled = snapshots.results.enabled, False
     try:
         yield captured
     finally:
         search._execute = original
+        snapshots.results.enabled = cache_enabled
 
 
 def explain_all(session, dsn: str, only: str | None = None) -> list[dict]:

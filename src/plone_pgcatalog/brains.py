@@ -180,8 +180,10 @@ class LazyResults(Lazy):
         scores: list | None = None,
         rest: Callable[[int], tuple[list, list | None]] | None = None,
     ):
-        self._ids = ids
-        self._scores = scores
+        # Copies: the lists may be shared (``snapshots.results``), and these
+        # grow when the rest is fetched.
+        self._ids = list(ids)
+        self._scores = None if scores is None else list(scores)
         self._rest = rest if len(ids) < actual_result_count else None
         self._len = actual_result_count if self._rest else len(ids)
         self.actual_result_count = actual_result_count

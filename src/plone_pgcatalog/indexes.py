@@ -43,11 +43,11 @@ from Acquisition import Implicit
 from BTrees.IIBTree import IITreeSet
 from BTrees.IIBTree import intersection
 from BTrees.LLBTree import LLTreeSet
-from collections import OrderedDict
 from collections.abc import Callable
 from DateTime import DateTime
 from plone.indexer.interfaces import IIndexableObject
 from plone_pgcatalog import connection
+from plone_pgcatalog import snapshots
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.paths import path_clause
@@ -78,7 +78,6 @@ import datetime
 import logging
 import orjson
 import psycopg
-import threading
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +114,7 @@ class _Rows:
         self.source, self.source_params = _source()
 
     def cache_key(self, *what) -> tuple | None:
-        """A key of ``snapshot_cache`` for an answer about these rows, or
+        """A key of ``snapshots.unique_values`` for an answer about these rows, or
         None if they are not only stored rows."""
         if self.source_params:
             return None  # pending changes laid over them
@@ -159,43 +158,6 @@ def _source() -> tuple[sql.Composable, tuple]:
     if not overlay:
         return sql.SQL("object_state"), ()
     return overlay.source()
-
-
-class _SnapshotCache:
-    """Answers computed from the stored rows of one committed state, shared
-    by every reader of that state (``connection.snapshot_id``).
-
-    Never stale: a commit makes a new state and so a new key; an answer
-    that lays a transaction's pending changes over the rows is not kept.
-    Bounded: the least recently used answers go first.
-    """
-
-    SIZE = 512
-
-    def __init__(self):
-        self._answers: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key, compute: Callable[[], list]) -> list:
-        if key is None:
-            return compute()
-        with self._lock:
-            if key in self._answers:
-                self._answers.move_to_end(key)
-                return self._answers[key]
-        answer = compute()
-        with self._lock:
-            self._answers[key] = answer
-            while len(self._answers) > self.SIZE:
-                self._answers.popitem(last=False)
-        return answer
-
-    def clear(self) -> None:
-        with self._lock:
-            self._answers.clear()
-
-
-snapshot_cache = _SnapshotCache()
 
 
 def _tool_of(context, name: str):
@@ -627,7 +589,7 @@ class ValueIndexView(DataIndexView):
             def compute():
                 return _sorted(self._decode(value, rows) for value in self._values(rows))
 
-        return iter(snapshot_cache.get(key, compute))
+        return iter(snapshots.unique_values.get(key, compute))
 
     def _lengths(self, pairs: list[tuple]) -> list[tuple]:
         return pairs

@@ -41,6 +41,7 @@ from plone.testing import zope as zope_testing
 from plone.testing.zope import addRequestContainer
 from plone_pgcatalog import embedded
 from plone_pgcatalog import processor
+from plone_pgcatalog import snapshots
 from psycopg import sql
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
@@ -114,6 +115,10 @@ class DatabaseSnapshot:
                     with cur.copy(statement) as copy:
                         copy.write(self.data[table])
             conn.commit()
+        # What was kept per committed state may have been computed from
+        # rows a test then changed by hand, with SQL, at the same state.
+        snapshots.results.clear()
+        snapshots.unique_values.clear()
 
 
 def open_db(dsn: str):

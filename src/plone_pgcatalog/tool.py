@@ -36,6 +36,7 @@ from plone_pgcatalog import metadata
 from plone_pgcatalog import processor
 from plone_pgcatalog import schema
 from plone_pgcatalog import search
+from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.errors import UnknownIndexError
@@ -565,7 +566,11 @@ class PGCatalogTool(UniqueObject, Folder):
         )
         try:
             with connection.reading(self) as conn:
-                found = search.run_search(conn, plan)
+                found = snapshots.results.get(
+                    self._result_key(plan),
+                    lambda: search.run_search(conn, plan),
+                    keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
+                )
         except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
             # The catalog columns are created before the first commit that
             # writes catalog data; until then nothing is cataloged.
@@ -607,6 +612,17 @@ class PGCatalogTool(UniqueObject, Folder):
             found.scores,
             rest=None if plan.windowed or plan.python_slice else rest,
         )
+
+    def _result_key(self, plan) -> tuple | None:
+        """The key of ``snapshots.results`` for a search's rows, or None
+        when they are not the stored rows alone (pending changes)."""
+        if plan.source_params:
+            return None
+        snapshot = connection.snapshot_id(self)
+        if snapshot is None:
+            return None
+        statement, params = plan.ids_query()
+        return (*snapshot, statement.as_string(None), repr(params), plan.python_slice)
 
     def _text_configs(self, query: dict) -> tuple[str, ...]:
         """Languages whose stems a full-text query matches.

@@ -326,6 +326,7 @@ class Recorded:
 def _record(catalog, query: dict, call: str) -> Recorded:
     """Search as Plone does; keep the tool's SQL instead of running it."""
     from plone_pgcatalog import search
+    from plone_pgcatalog import snapshots
 
     recorded = Recorded()
 
@@ -335,6 +336,9 @@ def _record(catalog, query: dict, call: str) -> Recorded:
 
     original = search.run_search
     search.run_search = run_search
+    # Every search must reach run_search: none answered from the results
+    # kept per committed state.
+    cache_enabled, snapshots.results.enabled = snapshots.results.enabled, False
     try:
         query = copy.deepcopy(query)
         if call == "dict":
@@ -345,6 +349,7 @@ def _record(catalog, query: dict, call: str) -> Recorded:
         recorded.error = exc
     finally:
         search.run_search = original
+        snapshots.results.enabled = cache_enabled
     return recorded
 
 

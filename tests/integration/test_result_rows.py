@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from plone import api
 from plone.app.testing import setRoles
+from plone.app.testing import login
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog import search
 
 import pytest
@@ -77,3 +79,75 @@ def test_a_script_that_commits_while_it_iterates_sees_every_match(many):
     transaction.commit()
     assert len(seen) == len(set(seen)) == DOCUMENTS
     assert len(api.content.find(portal_type="Document", review_state="private")) == 0
+
+
+@pytest.fixture
+def executed(monkeypatch):
+    """The statements searches sent to PostgreSQL."""
+    statements: list = []
+    original = search._execute
+
+    def recording(conn, statement, params):
+        statements.append(params)
+        return original(conn, statement, params)
+
+    monkeypatch.setattr(search, "_execute", recording)
+    return statements
+
+
+def test_the_readers_of_one_committed_state_share_its_results(pg_layer, executed):
+    """A search is run once per committed state (``snapshots.results``);
+    each user's results stay theirs, and nothing is ever stale."""
+    from plone.app.testing import logout
+    from tests.integration.test_transactions import _in_other_thread
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    for name in ("a", "b"):
+        api.content.create(container=portal, type="Document", id=name)
+    transaction.commit()
+    executed.clear()  # the searches of the creation
+
+    def found():
+        return _paths(api.content.find(portal_type="Document", sort_on="id"))
+
+    assert found() == ["/plone/a", "/plone/b"]
+    transaction.begin()  # another request, on the same committed state
+    assert found() == ["/plone/a", "/plone/b"]
+    assert len(executed) == 1
+    # The same statement with other values is another search.
+    assert _paths(api.content.find(portal_type="Folder", sort_on="id")) == []
+    assert len(executed) == 2
+    # Another user's search is another search: an anonymous visitor does
+    # not see the private pages the manager's results hold.
+    logout()
+    assert found() == []
+    assert len(executed) == 3
+    login(portal, TEST_USER_NAME)
+    # A commit makes a new state: its readers run the search again.
+    _in_other_thread(
+        pg_layer["pgdb"],
+        lambda p: api.content.create(container=p, type="Document", id="c"),
+    )
+    executed.clear()  # the other writer's searches
+    transaction.begin()
+    assert found() == ["/plone/a", "/plone/b", "/plone/c"]
+    assert len(executed) == 1
+    # Pending changes of the transaction: searched, and not kept.
+    portal.manage_delObjects(["a"])
+    assert found() == ["/plone/b", "/plone/c"]
+    transaction.abort()
+    executed.clear()
+    assert found() == ["/plone/a", "/plone/b", "/plone/c"]
+    assert executed == []
+
+
+def test_the_shared_results_can_be_switched_off(pg_layer, executed, monkeypatch):
+    from plone_pgcatalog import snapshots
+
+    monkeypatch.setattr(snapshots.results, "enabled", False)
+    portal = pg_layer["portal"]
+    for _ in range(2):
+        transaction.begin()
+        api.content.find(portal_type="Document")
+    assert len(executed) == 2

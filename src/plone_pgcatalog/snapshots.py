@@ -1,0 +1,68 @@
+"""Answers kept per committed state of the database, shared by its readers.
+
+Owns: ``SnapshotCache`` and the two caches of the package:
+``unique_values`` (``uniqueValues`` of the index objects) and ``results``
+(the rows searches found).
+
+zodb-pgjsonb begins each read snapshot, then reads the id of the last
+committed transaction in it (``connection.snapshot_id``): every reader of
+the same id sees the same stored rows, so an answer computed from them is
+the answer of all of them.  Never stale: a commit makes a new id, so a new
+key.  An answer that lays a transaction's pending changes over the stored
+rows is never kept (the callers give no key for it).
+
+``results`` can be switched off with the environment variable
+``PGCATALOG_RESULT_CACHE=off`` (the benchmark does, to measure searches
+themselves).  Must not open connections or build SQL.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+import os
+import threading
+
+
+class SnapshotCache:
+    """A bounded map of answers: the least recently used go first."""
+
+    def __init__(self, size: int, enabled: bool = True):
+        self.size = size
+        self.enabled = enabled
+        self._answers: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, compute: Callable[[], object], keep=None):
+        """The answer kept for ``key``, else ``compute()``, kept unless
+        ``key`` is None or ``keep(answer)`` is false."""
+        if key is None or not self.enabled:
+            return compute()
+        with self._lock:
+            if key in self._answers:
+                self._answers.move_to_end(key)
+                return self._answers[key]
+        answer = compute()
+        if keep is not None and not keep(answer):
+            return answer
+        with self._lock:
+            self._answers[key] = answer
+            while len(self._answers) > self.size:
+                self._answers.popitem(last=False)
+        return answer
+
+    def clear(self) -> None:
+        with self._lock:
+            self._answers.clear()
+
+
+def _switched_off(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("0", "off", "false", "no")
+
+
+unique_values = SnapshotCache(512)
+#: Results of up to ``RESULT_ROWS`` rows (a page, the first rows of a
+#: large result) are kept: about 12 MB when full.
+RESULT_ROWS = 200
+results = SnapshotCache(1024, enabled=not _switched_off("PGCATALOG_RESULT_CACHE"))
