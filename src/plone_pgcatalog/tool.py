@@ -616,8 +616,8 @@ class PGCatalogTool(UniqueObject, Folder):
     def _result_key(self, plan) -> tuple | None:
         """The key of ``snapshots.results`` for a search's rows, or None
         when they are not the stored rows alone (pending changes)."""
-        if plan.source_params:
-            return None
+        if plan.source_params or not snapshots.results.enabled:
+            return None  # not composing a key nobody will look up
         snapshot = connection.snapshot_id(self)
         if snapshot is None:
             return None
