@@ -4,3 +4,9 @@ The package is a Plone add-on; its pieces, in the order data flows through
 them, are described in ``DESIGN.md`` of the project and in each module's
 docstring.
 """
+
+from plone_pgcatalog import security
+
+# Content of a site whose catalog is ours reindexes the security of a
+# subtree from the stored states (security.py); other sites keep CMFCore's.
+security.install()

@@ -29,7 +29,6 @@ from zodb_pgjsonb.storage import ExtraColumn
 
 import logging
 
-
 logger = logging.getLogger(__name__)
 
 # zodb-pgjsonb binds one parameter per extra column (None for objects that
@@ -49,12 +48,18 @@ _COLUMNS = [
     ExtraColumn("searchable_text", _VECTOR.as_string()),
 ]
 
-_UPDATE_ROW = sql.SQL(
-    "UPDATE object_state SET path = %(path)s, parent_path = %(parent_path)s,"
-    " path_depth = %(path_depth)s, idx = %(idx)s, meta = %(meta)s,"
-    " searchable_text = {} WHERE zoid = %(zoid)s"
-).format(_VECTOR)
-
+# Rows of objects whose state the transaction does not store (a rebuild, a
+# reindex of an unchanged object), all in one statement: one array per
+# column, one element per row.
+_UPDATE_ROWS = sql.SQL(
+    "UPDATE object_state AS s SET path = r.path, parent_path = r.parent_path,"
+    " path_depth = r.path_depth, idx = r.idx, meta = r.meta,"
+    " searchable_text = {vector}"
+    " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[],"
+    " %s::jsonb[], %s::jsonb[], %s::text[], %s::text[])"
+    " AS r(zoid, path, parent_path, path_depth, idx, meta, config, words)"
+    " WHERE s.zoid = r.zoid"
+).format(vector=schema.searchable_vector(sql.SQL("r.words"), sql.SQL("r.config")))
 
 _CLEAR_WHERE = sql.SQL(
     "UPDATE object_state SET path = NULL, parent_path = NULL, path_depth = NULL,"
@@ -66,19 +71,28 @@ _CLEAR_WHERE = sql.SQL(
 # instead of 0.3 s, PostgreSQL 15): a rebuild's end passes every zoid.
 
 
-# A partial reindex: a JSONB merge into the stored row.  A row that was not
-# cataloged yet gets its path and metadata too (ZCatalog catalogs a new
-# object with the given indexes only).  SET expressions read the old row.
-_PATCH_ROW = sql.SQL(
-    "UPDATE object_state SET"
-    " path = COALESCE(path, %(path)s),"
-    " parent_path = COALESCE(parent_path, %(parent_path)s),"
-    " path_depth = COALESCE(path_depth, %(path_depth)s),"
-    " meta = CASE WHEN idx IS NULL OR %(update_metadata)s THEN %(meta)s ELSE meta END,"
-    " searchable_text = CASE WHEN %(text_given)s THEN {} ELSE searchable_text END,"
-    " idx = (COALESCE(idx, '{{}}'::jsonb) - %(removed)s::text[]) || %(vals)s"
-    " WHERE zoid = %(zoid)s"
-).format(_VECTOR)
+# Partial reindexes, all in one statement: a JSONB merge into each stored
+# row.  A row that was not cataloged yet gets its path and metadata too
+# (ZCatalog catalogs a new object with the given indexes only).  SET
+# expressions read the old row.
+_PATCH_ROWS = sql.SQL(
+    "UPDATE object_state AS s SET"
+    " path = COALESCE(s.path, p.path),"
+    " parent_path = COALESCE(s.parent_path, p.parent_path),"
+    " path_depth = COALESCE(s.path_depth, p.path_depth),"
+    " meta = CASE WHEN s.idx IS NULL OR p.update_metadata THEN p.meta"
+    " ELSE s.meta END,"
+    " searchable_text = CASE WHEN p.text_given THEN {vector}"
+    " ELSE s.searchable_text END,"
+    " idx = (COALESCE(s.idx, '{{}}'::jsonb)"
+    " - ARRAY(SELECT jsonb_array_elements_text(p.removed))) || p.vals"
+    " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[],"
+    " %s::boolean[], %s::jsonb[], %s::boolean[], %s::text[], %s::text[],"
+    " %s::jsonb[], %s::jsonb[])"
+    " AS p(zoid, path, parent_path, path_depth, update_metadata, meta,"
+    " text_given, config, words, removed, vals)"
+    " WHERE s.zoid = p.zoid"
+).format(vector=schema.searchable_vector(sql.SQL("p.words"), sql.SQL("p.config")))
 
 
 # Every child of one folder gets its position (0-based) in one statement.
@@ -92,24 +106,35 @@ _SET_POSITIONS = sql.SQL(
 )
 
 
-def patch_params(patch: CatalogPatch) -> dict:
-    """Bound parameters of one partial reindex."""
-    return {
-        "zoid": patch.zoid,
-        "path": patch.path,
-        "parent_path": patch.parent_path,
-        "path_depth": patch.path_depth,
-        "update_metadata": patch.update_metadata,
-        "meta": Jsonb(patch.meta),
-        "text_given": patch.text_given,
-        "searchable_text": (
-            None
-            if patch.searchable_text is None
-            else [patch.text_config, patch.searchable_text]
-        ),
-        "removed": list(patch.removed),
-        "vals": Jsonb(patch.values),
-    }
+def patch_arrays(patches: list[CatalogPatch]) -> tuple[list, ...]:
+    """Bound parameters of ``_PATCH_ROWS``: one array per column."""
+    return (
+        [p.zoid for p in patches],
+        [p.path for p in patches],
+        [p.parent_path for p in patches],
+        [p.path_depth for p in patches],
+        [p.update_metadata for p in patches],
+        [Jsonb(p.meta) for p in patches],
+        [p.text_given for p in patches],
+        [p.text_config if p.searchable_text is not None else None for p in patches],
+        [p.searchable_text for p in patches],
+        [Jsonb(list(p.removed)) for p in patches],
+        [Jsonb(p.values) for p in patches],
+    )
+
+
+def row_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
+    """Bound parameters of ``_UPDATE_ROWS``: one array per column."""
+    return (
+        [r.zoid for r in rows],
+        [r.path for r in rows],
+        [r.parent_path for r in rows],
+        [r.path_depth for r in rows],
+        [Jsonb(r.idx) for r in rows],
+        [Jsonb(r.meta) for r in rows],
+        [r.text_config if r.searchable_text is not None else None for r in rows],
+        [r.searchable_text for r in rows],
+    )
 
 
 def row_params(row: CatalogRow) -> dict:
@@ -159,16 +184,12 @@ class CatalogStateProcessor:
         if relocations:
             cursor.execute(*relocate_statement(relocations, list(pending.rows)))
         unwritten = [
-            row_params(row)
-            for zoid, row in pending.rows.items()
-            if zoid not in pending.written
+            row for zoid, row in pending.rows.items() if zoid not in pending.written
         ]
         if unwritten:
-            cursor.executemany(_UPDATE_ROW, unwritten)
+            cursor.execute(_UPDATE_ROWS, row_arrays(unwritten))
         if pending.patches:
-            cursor.executemany(
-                _PATCH_ROW, [patch_params(p) for p in pending.patches.values()]
-            )
+            cursor.execute(_PATCH_ROWS, patch_arrays(list(pending.patches.values())))
         kept = [*pending.rows, *pending.patches]
         if pending.removed_paths:
             paths = sql.SQL("path = ANY(%s)")
