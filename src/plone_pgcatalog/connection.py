@@ -19,10 +19,10 @@ from Acquisition import aq_chain
 from contextlib import contextmanager
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from psycopg.pq import TransactionStatus
+from ZODB.utils import u64
 
 import logging
 import psycopg
-
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,18 @@ def _jar(context):
         f"{context!r} is not stored in a ZODB database: the catalog needs the "
         "zodb-pgjsonb storage of its site"
     )
+
+
+def changed_in_transaction(context) -> set[int]:
+    """Oids (ints) of the objects the current transaction of ``context``'s
+    ZODB connection changed or added, also before its savepoints."""
+    jar = _jar(context)
+    oids = {obj._p_oid for obj in jar._registered_objects}
+    oids.update(jar._added)
+    savepoints = getattr(jar, "_savepoint_storage", None)
+    if savepoints is not None:
+        oids.update(savepoints.index.keys())
+    return {u64(oid) for oid in oids if oid is not None}
 
 
 def _storage_instance(context):
@@ -93,7 +105,10 @@ def reading(context):
     conn = _pg_connection(storage)
     current = _jar(context).transaction_manager.get()
     in_transaction = conn.info.transaction_status == TransactionStatus.INTRANS
-    if in_transaction and getattr(storage, "_pgcatalog_savepoint_of", None) is not current:
+    if (
+        in_transaction
+        and getattr(storage, "_pgcatalog_savepoint_of", None) is not current
+    ):
         conn.execute(_SAVEPOINT)
         storage._pgcatalog_savepoint_of = current
     try:
@@ -129,10 +144,16 @@ def storage_dsn(context) -> str:
     return _storage_instance(context)._main._dsn
 
 
-@contextmanager
 def ddl_connection(context):
     """A short autocommit connection for DDL, closed on exit."""
-    with psycopg.connect(storage_dsn(context), autocommit=True) as conn:
+    return ddl_connection_to(storage_dsn(context))
+
+
+@contextmanager
+def ddl_connection_to(dsn: str):
+    """``ddl_connection`` by DSN: zodb-pgjsonb's deferred actions get only
+    the DSN, when no ZODB connection may be at hand."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SET lock_timeout = '30s'")
         yield conn
 

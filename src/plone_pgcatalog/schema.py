@@ -7,6 +7,10 @@ Owns: the DDL, all of it idempotent (``IF NOT EXISTS``), and its version.
   first write transaction, when no read snapshot holds the table.
 - ``index_ddl()`` gives the expression index that serves one catalog index;
   the tool applies it when an index is added.
+- ``create_schema()`` puts back what is missing of it (an install after an
+  uninstall), ``drop_schema()`` takes all of it away, in one transaction,
+  once no catalog has rows left (the uninstall of the last one).  Both run
+  on a connection they are given, their locks under a timeout.
 
 ``idx`` is read by every condition its SQL indexes do not answer exactly
 (a filter on the heap row), several times per row.  Stored as PostgreSQL
@@ -28,11 +32,13 @@ stay as small as the catalog.  Must not open connections.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from psycopg import sql
 
 import hashlib
+import psycopg
 import re
-
 
 #: Bumped with every change of the DDL below or of the stored forms; the
 #: GenericSetup profile version follows it (``upgrades.py``).
@@ -225,3 +231,180 @@ def drop_index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
             )
         )
     return sql.SQL("; ").join(statements)
+
+
+# -- the whole schema, put back and taken away ----------------------------------
+
+#: The columns ``BASE_DDL`` adds to ``object_state``, in its order (put
+#: back, they come back in the same order).
+COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", "searchable_text")
+
+#: The start of the name of every SQL object of the catalog: its table and,
+#: on ``object_state``, its indexes and statistics objects (``BASE_DDL``,
+#: ``sql_index_name``).
+NAME_PREFIX = "pgcatalog_"
+
+STATE_TABLE = "pgcatalog_state"
+
+#: zodb-pgjsonb remembers in this table the version of each deferred DDL
+#: it applied, by source; ``PGCatalogTool._defer_ddl`` names its sources
+#: ``plone_pgcatalog <label>``.  A schema taken away forgets them, or the
+#: SQL index of a catalog index installed again would never be created.
+#: The processor's record (``CatalogStateProcessor``: ``BASE_DDL``, queued
+#: at start-up) stays, so that a restart leaves the schema away; an
+#: install puts it back itself (``create_schema``).
+SCHEMA_STATE_TABLE = "pgjsonb_schema_state"
+DDL_SOURCE_PREFIX = "plone_pgcatalog "
+
+_SET_LOCK_TIMEOUT = sql.SQL("SELECT set_config('lock_timeout', %s, true)")
+# zodb-pgjsonb's commit lock (taken by every ``tpc_begin``): a commit under
+# way in any process ends first, and the check after the locks sees its rows.
+_COMMIT_LOCK = sql.SQL("SELECT pg_advisory_xact_lock(0)")
+_TABLE_LOCK = sql.SQL("LOCK TABLE object_state IN ACCESS EXCLUSIVE MODE")
+_EXISTS = sql.SQL("SELECT to_regclass(%s) IS NOT NULL")
+_PRESENT_COLUMNS = sql.SQL(
+    "SELECT attname FROM pg_attribute WHERE attrelid = 'object_state'::regclass"
+    " AND attname = ANY(%s) AND attnum > 0 AND NOT attisdropped"
+)
+_A_CATALOG_ROW = sql.SQL("SELECT path FROM object_state WHERE idx IS NOT NULL LIMIT 1")
+_OWN_INDEXES = sql.SQL(
+    "SELECT n.nspname, c.relname FROM pg_index AS i"
+    " JOIN pg_class AS c ON c.oid = i.indexrelid"
+    " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+    " WHERE i.indrelid = 'object_state'::regclass AND starts_with(c.relname, %s)"
+    " ORDER BY c.relname"
+)
+_OWN_STATISTICS = sql.SQL(
+    "SELECT n.nspname, s.stxname FROM pg_statistic_ext AS s"
+    " JOIN pg_namespace AS n ON n.oid = s.stxnamespace"
+    " WHERE s.stxrelid = 'object_state'::regclass AND starts_with(s.stxname, %s)"
+    " ORDER BY s.stxname"
+)
+_DROP_COLUMNS = sql.SQL(
+    "ALTER TABLE object_state {}, RESET (toast_tuple_target)"
+).format(
+    sql.SQL(", ").join(
+        sql.SQL("DROP COLUMN IF EXISTS {}").format(sql.Identifier(column))
+        for column in COLUMNS
+    )
+)
+_DROP_STATE_TABLE = sql.SQL("DROP TABLE IF EXISTS {}").format(
+    sql.Identifier(STATE_TABLE)
+)
+_FORGET_VERSIONS = sql.SQL("DELETE FROM {} WHERE starts_with(source, %s)").format(
+    sql.Identifier(SCHEMA_STATE_TABLE)
+)
+
+
+@dataclass(frozen=True)
+class SchemaDrop:
+    """What ``drop_schema`` did; ``kept`` says why it left everything."""
+
+    kept: str | None = None
+    columns: tuple[str, ...] = ()
+    indexes: tuple[str, ...] = ()
+    statistics: tuple[str, ...] = ()
+    state_table: bool = False
+
+
+def _exists(cur: psycopg.Cursor, relation: str) -> bool:
+    return cur.execute(_EXISTS, (relation,)).fetchone()[0]
+
+
+def _present_columns(cur: psycopg.Cursor) -> list[str]:
+    return [row[0] for row in cur.execute(_PRESENT_COLUMNS, (list(COLUMNS),))]
+
+
+def _own_objects(cur: psycopg.Cursor, query: sql.SQL) -> list[tuple[str, str]]:
+    return [tuple(row) for row in cur.execute(query, (NAME_PREFIX,))]
+
+
+def drop_schema(conn: psycopg.Connection, lock_timeout: str) -> SchemaDrop:
+    """Take the catalog's schema off ``object_state``, unless a catalog
+    still uses it.
+
+    All of it or nothing, in one transaction: the columns (and with them
+    their values in every row), each index and statistics object named
+    ``pgcatalog_...`` on ``object_state``, the table ``pgcatalog_state``,
+    ``toast_tuple_target``, and zodb-pgjsonb's record of the tool's DDL.
+    A catalog uses the schema while any row has ``idx``: the check comes
+    after the locks, so no commit adds such a row before the drop commits.
+    ``lock_timeout`` bounds each wait for a lock (then
+    ``psycopg.errors.LockNotAvailable``, and nothing has changed); while
+    the drop waits, new readers of ``object_state`` wait behind it.
+
+    ``conn`` is in autocommit mode: the transaction is this function's.
+    """
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+        cur.execute(_COMMIT_LOCK)
+        cur.execute(_TABLE_LOCK)
+        columns = _present_columns(cur)
+        if "idx" in columns:
+            row = cur.execute(_A_CATALOG_ROW).fetchone()
+            if row is not None:
+                return SchemaDrop(kept=f"a catalog still has rows ({row[0]} is one)")
+        indexes = _own_objects(cur, _OWN_INDEXES)
+        if indexes:
+            cur.execute(
+                sql.SQL("DROP INDEX {}").format(
+                    sql.SQL(", ").join(sql.Identifier(*name) for name in indexes)
+                )
+            )
+        statistics = _own_objects(cur, _OWN_STATISTICS)
+        if statistics:
+            cur.execute(
+                sql.SQL("DROP STATISTICS {}").format(
+                    sql.SQL(", ").join(sql.Identifier(*name) for name in statistics)
+                )
+            )
+        cur.execute(_DROP_COLUMNS)
+        state_table = _exists(cur, STATE_TABLE)
+        cur.execute(_DROP_STATE_TABLE)
+        if _exists(cur, SCHEMA_STATE_TABLE):
+            cur.execute(_FORGET_VERSIONS, (DDL_SOURCE_PREFIX,))
+    return SchemaDrop(
+        columns=tuple(columns),
+        indexes=tuple(name for _schema, name in indexes),
+        statistics=tuple(name for _schema, name in statistics),
+        state_table=state_table,
+    )
+
+
+def _index_object_names(index_name: str, meta_type: str) -> set[str]:
+    """Names of the SQL indexes and statistics objects ``index_ddl`` makes."""
+    return {
+        sql_index_name(index_name, prefix + kind)
+        for kind, *_rest in _index_expressions(index_name, meta_type)
+        for prefix in ("", "s")
+    }
+
+
+def create_schema(
+    conn: psycopg.Connection,
+    lock_timeout: str,
+    indexes: Iterable[tuple[str, str]] = (),
+) -> list[str]:
+    """Put back what is missing of the schema: ``BASE_DDL`` in one
+    transaction, then the SQL indexes of ``indexes`` (catalog index names
+    and meta_types), each in its own (an index is built under a lock that
+    stops writers, not readers).  What it ran: "base", index names.
+
+    Looks first, without locks: on a complete schema it runs nothing.
+    ``lock_timeout`` bounds each wait for a lock, as in ``drop_schema``;
+    what is done stays done, a try again does the rest.  ``conn`` is in
+    autocommit mode.
+    """
+    with conn.cursor() as cur:
+        base = len(_present_columns(cur)) == len(COLUMNS) and _exists(cur, STATE_TABLE)
+        present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
+        present |= {name for _schema, name in _own_objects(cur, _OWN_STATISTICS)}
+    missing = [] if base else [("base", sql.SQL(BASE_DDL))]
+    for name, meta_type in indexes:
+        if not _index_object_names(name, meta_type) <= present:
+            missing.append((name, index_ddl(name, meta_type)))
+    for _name, statement in missing:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+            cur.execute(statement)
+    return [name for name, _statement in missing]

@@ -11,7 +11,20 @@ new tool reaches holds the old one's data, which becomes unreferenced and
 leaves the ZODB at the next pack.  The old tool's rows of the site leave
 PostgreSQL at the uninstall's commit.
 
-Must not build SQL: the tool's API does the catalog work.
+The catalog's schema on ``object_state`` (``schema``) follows: an install
+puts back what is missing of it, an uninstall takes it all away once no
+catalog of the database has rows left (another site may still use it).
+Neither can run where they are asked for: DDL must not run inside a
+request's read snapshot, and the uninstall's own commit needs the columns
+(the processor clears the site's rows in them).  So both are zodb-pgjsonb
+deferred actions (``SchemaChange``), run when a transaction of this
+process begins, outside any snapshot of its own: the install's at the
+latest when its commit begins, the uninstall's queued by its commit, once
+it succeeded.  A change that does not get its locks (other requests'
+snapshots) is tried again later.
+
+Must not build SQL: the tool's API does the catalog work, ``schema`` owns
+the DDL, ``connection`` the connections.
 """
 
 from __future__ import annotations
@@ -19,20 +32,39 @@ from __future__ import annotations
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
+from collections.abc import Callable
+from functools import partial
 from plone.base.interfaces import INonInstallable
+from plone_pgcatalog import connection
+from plone_pgcatalog import schema
 from plone_pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from Products.ZCTextIndex.ZCTextIndex import PLexicon
+from zodb_pgjsonb.storage import PGJsonbStorage
 from zope.interface import implementer
 
 import logging
-
+import psycopg
+import threading
 
 logger = logging.getLogger(__name__)
 
 TOOL_ID = "portal_catalog"
+
+#: How long a schema change waits for each lock.  While it waits, new
+#: readers of ``object_state`` queue behind it: short, and tried again.
+LOCK_TIMEOUT = "5s"
+#: Seconds before each new try of a schema change that did not get its
+#: locks; after the last one it gives up and says how to try again.
+RETRY_DELAYS = (10.0, 60.0, 300.0, 900.0)
+
+
+class _Installs:
+    """How many installs this process has begun (``install_catalog``)."""
+
+    count = 0
 
 
 @implementer(INonInstallable)
@@ -41,19 +73,22 @@ class HiddenProfiles:
         return ["plone_pgcatalog:uninstall"]
 
 
+def _definitions(catalog) -> dict:
+    """The index objects of ``catalog``, by name."""
+    if isinstance(aq_base(catalog), PGCatalogTool):
+        # Our catalog hands out views; the definitions are the index objects.
+        return dict(catalog._catalog.indexes.definitions())
+    return {name: catalog._catalog.getIndex(name) for name in catalog.indexes()}
+
+
 def _move_definitions(old, new) -> None:
     """Give ``new`` the lexicons, indexes and columns of ``old``, empty."""
     for lexicon_id, lexicon in old.objectItems():
         if isinstance(aq_base(lexicon), PLexicon) and lexicon_id not in new:
             fresh = PLexicon(lexicon_id, lexicon.title, *lexicon._pipeline)
             new._setObject(lexicon_id, fresh, suppress_events=True)
-    if isinstance(aq_base(old), PGCatalogTool):
-        # Our catalog hands out views; the definitions are the index objects.
-        definitions = old._catalog.indexes.definitions()
-    else:
-        definitions = {name: old._catalog.getIndex(name) for name in old.indexes()}
     old_catalog = aq_base(old._catalog)
-    for name, index in definitions.items():
+    for name, index in _definitions(old).items():
         if name in new.indexes():
             continue
         index = aq_base(index)
@@ -90,10 +125,13 @@ def _swap_tool(site, new):
 def install_catalog(site) -> PGCatalogTool:
     """Make ``site``'s portal_catalog a PGCatalogTool with all its content.
 
-    Idempotent: on a site that has one already, only the SQL indexes are
-    (re)queued.
+    Idempotent: on a site that has one already, only the schema and the
+    SQL indexes are (re)queued.
     """
+    _Installs.count += 1
     old = site._getOb(TOOL_ID)
+    # Before the tool queues its SQL indexes, which need the columns.
+    _create_schema(site, _definitions(old))
     if isinstance(aq_base(old), PGCatalogTool):
         old.ensure_sql_indexes()
         return old
@@ -112,7 +150,14 @@ def install_catalog(site) -> PGCatalogTool:
 
 
 def uninstall_catalog(site):
-    """Give ``site`` back a ZCatalog portal_catalog, rebuilt from content."""
+    """Give ``site`` back a ZCatalog portal_catalog, rebuilt from content,
+    and the database its schema without the catalog's, if no other site
+    uses it.
+
+    On a site that has a ZCatalog already, only the schema's removal is
+    tried (again).
+    """
+    _drop_schema_after_commit(site)
     old = site._getOb(TOOL_ID)
     if not isinstance(aq_base(old), PGCatalogTool):
         return old
@@ -127,6 +172,139 @@ def uninstall_catalog(site):
     _move_definitions(old, tool)
     tool.clearFindAndRebuild()
     return tool
+
+
+class SchemaChange:
+    """A change of the catalog's schema, as a zodb-pgjsonb deferred action.
+
+    zodb-pgjsonb calls it with the DSN when a transaction of this process
+    begins (before its read snapshot, or its commit): ``change`` gets an
+    autocommit connection.  zodb-pgjsonb forgets an action that failed: a
+    change that did not get its locks in ``LOCK_TIMEOUT`` (each try is
+    whole transactions, so nothing is half done) queues itself again after
+    the next of ``RETRY_DELAYS`` (a timer: queued at once, a try would
+    cost every transaction of the process a connection until then), then
+    gives up with an error that says how to try again (``remedy``).
+    """
+
+    def __init__(
+        self,
+        storage: PGJsonbStorage,
+        label: str,
+        change: Callable[[psycopg.Connection], None],
+        remedy: str,
+        attempt: int = 0,
+    ):
+        self.storage = storage
+        self.label = label
+        self.change = change
+        self.remedy = remedy
+        self.attempt = attempt
+
+    def queue(self) -> None:
+        # No version: zodb-pgjsonb runs it every time it is queued.
+        self.storage.defer_startup_action(self, f"plone_pgcatalog {self.label}")
+
+    def __call__(self, dsn: str) -> None:
+        try:
+            with connection.ddl_connection_to(dsn) as conn:
+                self.change(conn)
+        except psycopg.OperationalError as error:
+            self._again(error)
+
+    def _again(self, error: psycopg.OperationalError) -> None:
+        if self.attempt >= len(RETRY_DELAYS):
+            logger.error(
+                "plone_pgcatalog: %s given up after %d tries (%s): %s",
+                self.label,
+                self.attempt + 1,
+                str(error).strip(),
+                self.remedy,
+            )
+            return
+        delay = RETRY_DELAYS[self.attempt]
+        logger.warning(
+            "plone_pgcatalog: %s not done (%s); trying again in %s s",
+            self.label,
+            str(error).strip(),
+            delay,
+        )
+        again = SchemaChange(
+            self.storage, self.label, self.change, self.remedy, self.attempt + 1
+        )
+        if delay <= 0:
+            again.queue()
+            return
+        timer = threading.Timer(delay, again.queue)
+        timer.daemon = True
+        timer.start()
+
+
+def _pgjsonb_storage(site) -> PGJsonbStorage | None:
+    storage = site._p_jar.db().storage
+    return storage if isinstance(storage, PGJsonbStorage) else None
+
+
+def _create_schema(site, definitions: dict) -> None:
+    """Put back what is missing of the schema, for ``definitions`` too,
+    when the next transaction begins: the install's commit at the latest."""
+    storage = _pgjsonb_storage(site)
+    if storage is None:
+        return
+    indexes = tuple((name, index.meta_type) for name, index in definitions.items())
+
+    def change(conn: psycopg.Connection) -> None:
+        created = schema.create_schema(conn, LOCK_TIMEOUT, indexes)
+        if created:
+            logger.info("plone_pgcatalog: schema created: %s", ", ".join(created))
+
+    SchemaChange(
+        storage, "schema", change, "install plone_pgcatalog:default again"
+    ).queue()
+
+
+def _drop_schema_after_commit(site) -> None:
+    """Take the schema away after this transaction, if it commits.
+
+    Not in the commit: the processor clears the site's rows in the
+    columns at its end.  Not if this process installs a catalog (again)
+    before the drop runs: that install queued the schema before its own
+    commit, which may come before the drop.
+    """
+    storage = _pgjsonb_storage(site)
+    if storage is None:
+        return
+    installs = _Installs.count
+    queued = SchemaChange(
+        storage,
+        "schema removal",
+        partial(_drop_schema, installs=installs),
+        "apply the profile plone_pgcatalog:uninstall again",
+    )
+
+    def after_commit(committed: bool) -> None:
+        if committed:
+            queued.queue()
+
+    site._p_jar.transaction_manager.get().addAfterCommitHook(after_commit)
+
+
+def _drop_schema(conn: psycopg.Connection, installs: int) -> None:
+    if _Installs.count != installs:
+        logger.info("plone_pgcatalog: the schema stays: a catalog was installed since")
+        return
+    dropped = schema.drop_schema(conn, LOCK_TIMEOUT)
+    if dropped.kept:
+        logger.info("plone_pgcatalog: the schema stays: %s", dropped.kept)
+        return
+    logger.info(
+        "plone_pgcatalog: schema removed: %d columns, %d indexes,"
+        " %d statistics objects%s",
+        len(dropped.columns),
+        len(dropped.indexes),
+        len(dropped.statistics),
+        f", table {schema.STATE_TABLE}" if dropped.state_table else "",
+    )
 
 
 def post_install(setup_tool) -> None:

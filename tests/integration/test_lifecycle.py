@@ -7,25 +7,36 @@ content; then the ``default`` profile is installed, the ``uninstall``
 profile run, and ``default`` installed again, each step committed.  At
 every step the fixture records what the catalog is and answers
 (``Stage``); the tests compare the stages with the first one, ZCatalog's.
+
+The catalog's schema on ``object_state`` is recorded too (``Schema``): it
+stays while the test layer's site ``/plone`` has catalog rows, goes when
+``/plone`` is uninstalled as well, comes back with the reinstall, goes
+again (after a try that did not get its locks), stays away when a new
+``ZODB.DB`` on a new storage opens the database (as a new Zope process
+would), and comes back with an install in that new one.
 """
 
 from __future__ import annotations
 
 from Acquisition import aq_base
-from DateTime import DateTime
 from dataclasses import dataclass
 from dataclasses import field
+from DateTime import DateTime
 from plone import api
+from plone_pgcatalog import schema
+from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.testing import EXTENSION_PROFILES
+from plone_pgcatalog.testing import open_db
 from plone_pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 from plone_pgcatalog.testing import SITE_ID
 from tests.conftest import run_in
 from zope.component.hooks import setSite
 
+import contextlib
+import logging
 import psycopg
 import pytest
 import transaction
-
 
 SITE = "zsite"
 INSTALL = "profile-plone_pgcatalog:default"
@@ -46,48 +57,103 @@ def _any_order(brains) -> list[str]:
 #: how to record the brains).  Unsorted queries are compared as sets.
 QUERIES = {
     "everything unrestricted": (True, False, {"path": "/"}, _any_order),
-    "site path sorted by path": (True, False, {"path": "/zsite", "sort_on": "path"}, _paths),
+    "site path sorted by path": (
+        True,
+        False,
+        {"path": "/zsite", "sort_on": "path"},
+        _paths,
+    ),
     "pages by title": (
-        True, True, {"portal_type": "Document", "sort_on": "sortable_title"}, _paths),
+        True,
+        True,
+        {"portal_type": "Document", "sort_on": "sortable_title"},
+        _paths,
+    ),
     "news by title reversed": (
-        True, True,
-        {"portal_type": "News Item", "sort_on": "sortable_title", "sort_order": "reverse"},
-        _paths),
-    "events by start": (True, True, {"portal_type": "Event", "sort_on": "start"}, _paths),
+        True,
+        True,
+        {
+            "portal_type": "News Item",
+            "sort_on": "sortable_title",
+            "sort_order": "reverse",
+        },
+        _paths,
+    ),
+    "events by start": (
+        True,
+        True,
+        {"portal_type": "Event", "sort_on": "start"},
+        _paths,
+    ),
     "events starting after a date": (
-        True, True,
-        {"portal_type": "Event",
-         "start": {"query": DateTime("2030-01-05"), "range": "min"}},
-        _any_order),
+        True,
+        True,
+        {
+            "portal_type": "Event",
+            "start": {"query": DateTime("2030-01-05"), "range": "min"},
+        },
+        _any_order,
+    ),
     "full text word": (True, True, {"SearchableText": "lighthouse"}, _any_order),
     "full text prefix": (True, True, {"SearchableText": "light*"}, _any_order),
-    "full text two words": (True, True, {"SearchableText": "lighthouse harbour"}, _any_order),
+    "full text two words": (
+        True,
+        True,
+        {"SearchableText": "lighthouse harbour"},
+        _any_order,
+    ),
     "children of folder-1": (
-        True, True,
-        {"path": {"query": "/zsite/folder-1", "depth": 1},
-         "sort_on": "getObjPositionInParent"},
-        _paths),
+        True,
+        True,
+        {
+            "path": {"query": "/zsite/folder-1", "depth": 1},
+            "sort_on": "getObjPositionInParent",
+        },
+        _paths,
+    ),
     "folder-1 itself": (
-        True, True, {"path": {"query": "/zsite/folder-1", "depth": 0}}, _any_order),
+        True,
+        True,
+        {"path": {"query": "/zsite/folder-1", "depth": 0}},
+        _any_order,
+    ),
     "two subtrees": (
-        True, True,
-        {"path": {"query": ["/zsite/folder-1", "/zsite/folder-2"]}}, _any_order),
+        True,
+        True,
+        {"path": {"query": ["/zsite/folder-1", "/zsite/folder-2"]}},
+        _any_order,
+    ),
     "subject": (True, True, {"Subject": "blue"}, _any_order),
     "subjects and": (
-        True, True,
-        {"Subject": {"query": ["blue", "red"], "operator": "and"}}, _any_order),
+        True,
+        True,
+        {"Subject": {"query": ["blue", "red"], "operator": "and"}},
+        _any_order,
+    ),
     "published": (
-        True, True, {"review_state": "published", "sort_on": "sortable_title"}, _paths),
+        True,
+        True,
+        {"review_state": "published", "sort_on": "sortable_title"},
+        _paths,
+    ),
     "private": (True, True, {"review_state": "private"}, _any_order),
     "add-on index": (True, True, {"my_field": "alpha"}, _any_order),
     "add-on index several values": (
-        True, True, {"my_field": ["beta", "gamma"], "sort_on": "my_field"}, _any_order),
+        True,
+        True,
+        {"my_field": ["beta", "gamma"], "sort_on": "my_field"},
+        _any_order,
+    ),
     "folderish": (True, True, {"is_folderish": True}, _any_order),
     "anonymous everything": (False, True, {"sort_on": "sortable_title"}, _paths),
     "anonymous full text": (False, True, {"SearchableText": "lighthouse"}, _any_order),
     "anonymous subject": (False, True, {"Subject": "red"}, _any_order),
     "limited": (
-        True, True, {"sort_on": "sortable_title", "sort_limit": 5}, lambda b: _paths(b)[:5]),
+        True,
+        True,
+        {"sort_on": "sortable_title", "sort_limit": 5},
+        lambda b: _paths(b)[:5],
+    ),
 }
 
 
@@ -108,7 +174,94 @@ class Stage:
     extra: dict = field(default_factory=dict)
 
 
+#: The columns the catalog adds to ``object_state``.
+CATALOG_COLUMNS = (
+    "path",
+    "parent_path",
+    "path_depth",
+    "idx",
+    "meta",
+    "searchable_text",
+)
+
+
+@dataclass
+class Schema:
+    """The catalog's part of the database's schema."""
+
+    columns: list[str]  # catalog columns of object_state, in table order
+    indexes: list[str]  # every index named pgcatalog...
+    statistics: list[str]  # every statistics object named pgcatalog...
+    state_table: bool  # pgcatalog_state exists
+    table_options: list[str]  # object_state's storage parameters
+    markers: list[str]  # zodb-pgjsonb's version records of the tool's DDL
+
+
+def _schema(dsn: str) -> Schema:
+    with psycopg.connect(dsn) as conn:
+
+        def names(query: str, *params) -> list[str]:
+            return [row[0] for row in conn.execute(query, params)]
+
+        return Schema(
+            columns=names(
+                "SELECT column_name::text FROM information_schema.columns"
+                " WHERE table_name = 'object_state' AND column_name = ANY(%s)"
+                " ORDER BY ordinal_position",
+                list(CATALOG_COLUMNS),
+            ),
+            indexes=names(
+                "SELECT indexname::text FROM pg_indexes WHERE indexname LIKE %s"
+                " ORDER BY 1",
+                "pgcatalog%",
+            ),
+            statistics=names(
+                "SELECT stxname::text FROM pg_statistic_ext WHERE stxname LIKE %s"
+                " ORDER BY 1",
+                "pgcatalog%",
+            ),
+            state_table=conn.execute(
+                "SELECT to_regclass('pgcatalog_state') IS NOT NULL"
+            ).fetchone()[0],
+            table_options=names(
+                "SELECT unnest(reloptions) FROM pg_class"
+                " WHERE oid = 'object_state'::regclass"
+            ),
+            markers=names(
+                "SELECT source FROM pgjsonb_schema_state WHERE source LIKE %s"
+                " ORDER BY 1",
+                "plone_pgcatalog%",
+            ),
+        )
+
+
+class _Messages(logging.Handler):
+    """What ``setuphandlers`` logs, taken stage by stage."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+    def take(self) -> list[str]:
+        taken, self.messages = self.messages, []
+        return taken
+
+
+@contextlib.contextmanager
+def _holding_object_state(dsn: str):
+    """Another session reading ``object_state`` in an open transaction."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("SELECT zoid FROM object_state LIMIT 1")
+        yield
+        conn.rollback()
+
+
 def _pg_rows(dsn: str) -> int:
+    if "idx" not in _schema(dsn).columns:
+        return 0
     with psycopg.connect(dsn) as conn:
         return conn.execute(
             "SELECT count(*) FROM object_state WHERE idx IS NOT NULL"
@@ -138,8 +291,11 @@ def _record(site, dsn: str) -> Stage:
     for name, (manager, restricted, query, record) in QUERIES.items():
         if manager:
             with api.env.adopt_roles(["Manager"]):
-                search = catalog.searchResults if restricted else (
-                    catalog.unrestrictedSearchResults)
+                search = (
+                    catalog.searchResults
+                    if restricted
+                    else (catalog.unrestrictedSearchResults)
+                )
                 results[name] = record(search(**query))
         else:
             with _anonymous():
@@ -156,7 +312,8 @@ def _record(site, dsn: str) -> Stage:
     return Stage(
         tool_class=f"{cls.__module__}.{cls.__name__}",
         indexes={
-            name: catalog._catalog.getIndex(name).meta_type for name in catalog.indexes()
+            name: catalog._catalog.getIndex(name).meta_type
+            for name in catalog.indexes()
         },
         columns=list(catalog.schema()),
         length=len(catalog),
@@ -305,15 +462,57 @@ def _catalog_btrees(site) -> list[tuple[str, str, int]]:
     return found
 
 
+@contextlib.contextmanager
+def _new_process(dsn: str):
+    """The database opened as a new Zope process opens it: a new storage
+    (nothing queued in it, the processor registered at its start) under a
+    new ``ZODB.DB``; the application, a request and the test user."""
+    from plone.app.testing import login
+    from plone.app.testing import TEST_USER_NAME
+    from plone.testing import zope as zope_testing
+    from plone.testing.zope import addRequestContainer
+    from zope.globalrequest import setRequest
+
+    import Zope2
+
+    db = open_db(dsn)
+    conn = db.open()
+    app = addRequestContainer(Zope2.app(conn))
+    setRequest(app.REQUEST)
+    login(app[SITE_ID], TEST_USER_NAME)
+    try:
+        yield app
+    finally:
+        transaction.abort()
+        zope_testing.logout()
+        setSite(None)
+        setRequest(None)
+        app.REQUEST.close()
+        conn.close()
+        db.close()
+
+
+def _catalog_size(site) -> tuple[str, int]:
+    setSite(site)
+    cls = type(aq_base(site.portal_catalog))
+    return f"{cls.__module__}.{cls.__name__}", len(site.portal_catalog)
+
+
 @pytest.fixture(scope="module")
 def lifecycle():
     from Products.CMFPlone.factory import addPloneSite
 
+    messages = _Messages()
+    logger = logging.getLogger(setuphandlers.__name__)
+    logger.addHandler(messages)
+    level = logger.level
+    logger.setLevel(logging.INFO)
     runner = run_in(PGCATALOG_FUNCTIONAL_TESTING)
     layer = next(runner)
+    dsn = layer["pgcatalog_dsn"]
+    stages = {}
     try:
         app = layer["app"]
-        dsn = layer["pgcatalog_dsn"]
         addPloneSite(
             app,
             SITE,
@@ -326,7 +525,9 @@ def lifecycle():
         with api.env.adopt_roles(["Manager"]):
             _populate(site)
         transaction.commit()
-        stages = {"zcatalog": _record(site, dsn)}
+        stages["zcatalog"] = _record(site, dsn)
+        stages["zcatalog"].extra["plone catalog"] = _catalog_size(app[SITE_ID])
+        setSite(site)
         old_catalog_oid = site.portal_catalog._p_oid
 
         site.portal_setup.runAllImportStepsFromProfile(INSTALL)
@@ -344,27 +545,91 @@ def lifecycle():
             for lexicon_id, lexicon in site.portal_catalog.objectItems()
             if hasattr(lexicon, "_wids")
         }
+        stages["installed"].extra["schema"] = _schema(dsn)
+        messages.take()
 
+        # /plone still has its catalog: the schema stays.
         site.portal_setup.runAllImportStepsFromProfile(UNINSTALL)
         transaction.commit()
-        stages["uninstalled"] = _record(site, dsn)
-        stages["uninstalled"].extra["foreign_rows"] = _pg_rows_not_of_the_plone_site(dsn)
+        stages["uninstalled"] = _record(site, dsn)  # its sync runs the drop
+        stages["uninstalled"].extra["foreign_rows"] = _pg_rows_not_of_the_plone_site(
+            dsn
+        )
+        stages["uninstalled"].extra["schema"] = _schema(dsn)
+        stages["uninstalled"].extra["log"] = messages.take()
+
+        # The last catalog of the database goes: the schema with it.
+        plone = app[SITE_ID]
+        setSite(plone)
+        plone.portal_setup.runAllImportStepsFromProfile(UNINSTALL)
+        transaction.commit()
+        setSite(site)
+        stages["all uninstalled"] = _record(site, dsn)
+        stages["all uninstalled"].extra["schema"] = _schema(dsn)
+        stages["all uninstalled"].extra["log"] = messages.take()
+        stages["all uninstalled"].extra["plone catalog"] = _catalog_size(plone)
+        setSite(site)
 
         site.portal_setup.runAllImportStepsFromProfile(INSTALL)
         transaction.commit()
         stages["reinstalled"] = _record(site, dsn)
+        stages["reinstalled"].extra["schema"] = _schema(dsn)
+        stages["reinstalled"].extra["log"] = messages.take()
 
         # A second install on an installed site changes nothing.
         site.portal_setup.runAllImportStepsFromProfile(INSTALL)
         transaction.commit()
         stages["installed twice"] = _record(site, dsn)
+        stages["installed twice"].extra["schema"] = _schema(dsn)
+
+        # Uninstalled again, while another session reads object_state: the
+        # drop does not get its lock, and is tried again.
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(setuphandlers, "LOCK_TIMEOUT", "200ms")
+            patch.setattr(setuphandlers, "RETRY_DELAYS", (0.0,))
+            site.portal_setup.runAllImportStepsFromProfile(UNINSTALL)
+            transaction.commit()
+            messages.take()
+            with _holding_object_state(dsn):
+                site._p_jar.sync()  # runs the drop
+                locked = _schema(dsn), messages.take()
+            stage = stages["uninstalled again"] = _record(site, dsn)  # the drop
+            stage.extra["while locked"] = locked
+            stage.extra["schema"] = _schema(dsn)
+            stage.extra["log"] = messages.take()
+
+        runner.close()  # no read snapshot of this process is left open
+        with _new_process(dsn) as new_app:
+            at_start = _schema(dsn)
+            site = new_app[SITE]
+            setSite(site)
+            site.portal_setup.runAllImportStepsFromProfile(INSTALL)
+            transaction.commit()
+            stage = stages["reinstalled in a new process"] = _record(site, dsn)
+            stage.extra["schema at start"] = at_start
+            stage.extra["schema"] = _schema(dsn)
         yield stages
     finally:
+        logger.removeHandler(messages)
+        logger.setLevel(level)
         setSite(None)
         runner.close()
+        # The next tests of this process need the schema; put it back if a
+        # failure above left it away.
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            indexes = stages["zcatalog"].indexes if "zcatalog" in stages else {}
+            schema.create_schema(conn, "30s", indexes.items())
 
 
-STAGES_AFTER = ("installed", "uninstalled", "reinstalled", "installed twice")
+STAGES_AFTER = (
+    "installed",
+    "uninstalled",
+    "all uninstalled",
+    "reinstalled",
+    "installed twice",
+    "uninstalled again",
+    "reinstalled in a new process",
+)
 
 
 def test_the_zcatalog_site_starts_without_catalog_rows_in_postgresql(lifecycle):
@@ -387,11 +652,16 @@ def test_the_zcatalog_site_starts_without_catalog_rows_in_postgresql(lifecycle):
     [
         ("installed", PGCATALOG_CLASS),
         ("uninstalled", ZCATALOG_CLASS),
+        ("all uninstalled", ZCATALOG_CLASS),
         ("reinstalled", PGCATALOG_CLASS),
         ("installed twice", PGCATALOG_CLASS),
+        ("uninstalled again", ZCATALOG_CLASS),
+        ("reinstalled in a new process", PGCATALOG_CLASS),
     ],
 )
-def test_each_step_swaps_the_tool_its_utility_and_toolset_entry(lifecycle, stage, tool_class):
+def test_each_step_swaps_the_tool_its_utility_and_toolset_entry(
+    lifecycle, stage, tool_class
+):
     after = lifecycle[stage]
     assert after.tool_class == tool_class
     assert after.utility_is_tool
@@ -435,9 +705,11 @@ def test_the_site_answers_queries_while_the_install_runs(lifecycle):
     assert during.metadata == before.metadata and during.length == before.length
 
 
-def test_install_writes_the_catalog_rows_to_postgresql(lifecycle):
-    assert lifecycle["installed"].pg_rows == lifecycle["zcatalog"].length
-    assert lifecycle["reinstalled"].pg_rows == lifecycle["zcatalog"].length
+@pytest.mark.parametrize(
+    "stage", ["installed", "reinstalled", "reinstalled in a new process"]
+)
+def test_install_writes_the_catalog_rows_to_postgresql(lifecycle, stage):
+    assert lifecycle[stage].pg_rows == lifecycle["zcatalog"].length
 
 
 def test_install_leaves_no_catalog_data_in_the_zodb(lifecycle):
@@ -458,3 +730,88 @@ def test_uninstall_removes_the_sites_rows_from_postgresql(lifecycle):
     assert lifecycle["uninstalled"].pg_rows == 0
     # Nor is any catalog column left set on a row of the site's objects.
     assert lifecycle["uninstalled"].extra["foreign_rows"] == 0
+
+
+def _removed(found: Schema) -> bool:
+    return found == Schema(
+        columns=[],
+        indexes=[],
+        statistics=[],
+        state_table=False,
+        table_options=[],
+        markers=[],
+    )
+
+
+def test_the_installed_schema_is_the_catalogs(lifecycle):
+    """What the tests below see go and come back."""
+    installed = lifecycle["installed"].extra["schema"]
+    assert installed.columns == list(CATALOG_COLUMNS)
+    assert {"pgcatalog_path", "pgcatalog_idx", "pgcatalog_searchable_text"} <= set(
+        installed.indexes
+    )
+    assert schema.sql_index_name("my_field") in installed.indexes
+    assert schema.sql_index_name("my_field", "si") in installed.statistics
+    assert len(installed.statistics) > 20
+    assert installed.state_table
+    assert installed.table_options == ["toast_tuple_target=4080"]
+    assert installed.markers
+
+
+def test_uninstall_keeps_the_schema_while_another_site_has_catalog_rows(lifecycle):
+    uninstalled = lifecycle["uninstalled"]
+    assert uninstalled.extra["schema"] == lifecycle["installed"].extra["schema"]
+    [kept] = [m for m in uninstalled.extra["log"] if "schema stays" in m]
+    # The row it names is one of /plone's.
+    assert kept.startswith(
+        f"plone_pgcatalog: the schema stays: a catalog still has rows (/{SITE_ID}"
+    )
+
+
+def test_uninstall_of_the_last_catalog_removes_the_schema(lifecycle):
+    """No catalog column on object_state, no index or statistics object of
+    the catalog, no pgcatalog_state, toast_tuple_target back to the default,
+    zodb-pgjsonb's records of the catalog's DDL forgotten."""
+    stage = lifecycle["all uninstalled"]
+    assert _removed(stage.extra["schema"]), stage.extra["schema"]
+    assert any("schema removed" in message for message in stage.extra["log"])
+
+
+def test_the_other_site_gets_its_zcatalog_back_with_its_content(lifecycle):
+    before = lifecycle["zcatalog"].extra["plone catalog"]
+    after = lifecycle["all uninstalled"].extra["plone catalog"]
+    assert before[0] == PGCATALOG_CLASS and after[0] == ZCATALOG_CLASS
+    assert after[1] == before[1] >= 1
+
+
+def test_reinstall_in_the_same_process_puts_the_schema_back(lifecycle):
+    assert lifecycle["reinstalled"].extra["schema"] == (
+        lifecycle["installed"].extra["schema"]
+    )
+    assert lifecycle["installed twice"].extra["schema"] == (
+        lifecycle["installed"].extra["schema"]
+    )
+
+
+def test_a_drop_that_does_not_get_its_lock_changes_nothing_and_runs_again(lifecycle):
+    stage = lifecycle["uninstalled again"]
+    while_locked, log = stage.extra["while locked"]
+    assert while_locked == lifecycle["installed"].extra["schema"]
+    [again] = [message for message in log if "not done" in message]
+    assert again.startswith("plone_pgcatalog: schema removal not done (")
+    assert again.endswith("); trying again in 0.0 s")
+    assert "lock timeout" in again
+    assert _removed(stage.extra["schema"]), stage.extra["schema"]
+
+
+def test_a_new_process_leaves_the_removed_schema_away(lifecycle):
+    # Its processor queues the catalog's DDL at start-up; zodb-pgjsonb
+    # finds it applied already and skips it.
+    found = lifecycle["reinstalled in a new process"].extra["schema at start"]
+    assert _removed(found), found
+
+
+def test_reinstall_in_a_new_process_puts_the_schema_back(lifecycle):
+    found = lifecycle["reinstalled in a new process"].extra["schema"]
+    installed = lifecycle["installed"].extra["schema"]
+    assert found == installed
