@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
+from dataclasses import replace
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
-from dataclasses import replace
 from plone_pgcatalog.query import Overlay
 from plone_pgcatalog.relocation import compose
 from plone_pgcatalog.relocation import moved_path
@@ -25,7 +25,6 @@ from transaction.interfaces import ISavepointDataManager
 from zope.interface import implementer
 
 import transaction
-
 
 _KEY = "plone_pgcatalog.pending"
 
@@ -58,6 +57,10 @@ class PendingCatalog:
         self.added: set[str] = set()
         #: subtrees moved or renamed, ``(old root, new root)`` in order
         self.moves: list[tuple[str, str]] = []
+        #: zoid -> path of the stored rows that rows and patches of objects
+        #: the commit does not store replace, as this transaction read them
+        #: (None: not cataloged); read just before the commit
+        self.read_paths: dict[int, str | None] = {}
         txn.addBeforeCommitHook(self._read_positions)
 
     # -- what the tool records ------------------------------------------------
@@ -87,20 +90,20 @@ class PendingCatalog:
         """Forget every object at and below ``path`` (a catalog clear)."""
         below = path.rstrip("/") + "/"
         for zoid in [
-            z for z, row in self.rows.items()
+            z
+            for z, row in self.rows.items()
             if row.path == path or row.path.startswith(below)
         ]:
             del self.rows[zoid]
         for zoid in [
-            z for z, patch in self.patches.items()
+            z
+            for z, patch in self.patches.items()
             if patch.path == path or patch.path.startswith(below)
         ]:
             del self.patches[zoid]
         self.cleared_subtrees.add(path)
 
-    def keep_only(
-        self, root: str, zoids: Iterable[int], unchanged_since: int
-    ) -> None:
+    def keep_only(self, root: str, zoids: Iterable[int], unchanged_since: int) -> None:
         """Clear, at commit, the stored rows at and below ``root`` except
         those of ``zoids`` and of objects cataloged in this transaction
         (a rebuild's end: rows it did not write are of objects that no
@@ -251,6 +254,7 @@ class PendingCatalog:
         self.positions.clear()
         self.added.clear()
         self.moves.clear()
+        self.read_paths.clear()
 
 
 @implementer(IDataManagerSavepoint)

@@ -20,11 +20,13 @@ from __future__ import annotations
 from plone_pgcatalog import schema
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
-from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.relocation import relocate_statement
 from psycopg import sql
 from psycopg.types.json import Jsonb
+from ZODB.POSException import ConflictError
+from ZODB.utils import p64
 from zodb_pgjsonb.storage import ExtraColumn
 
 import logging
@@ -154,6 +156,39 @@ def row_params(row: CatalogRow) -> dict:
     }
 
 
+# Rows another transaction moved or removed since this one read them: their
+# path then differs from the one read.
+_REPLACED_ELSEWHERE = sql.SQL(
+    "SELECT s.zoid FROM object_state AS s"
+    " JOIN unnest(%s::bigint[], %s::text[]) AS r(zoid, path) ON s.zoid = r.zoid"
+    " WHERE s.path IS DISTINCT FROM r.path LIMIT 1"
+)
+
+
+def _check_replaced_rows(cursor, pending) -> None:
+    """Refuse the commit if a row that a catalog-only write replaces was
+    moved or removed by a transaction committed since this one read it
+    (``tool._read_replaced_paths``).  Commits are serialized (zodb-pgjsonb's
+    lock), so this sees every commit before this one; it runs before this
+    commit's own moves change paths."""
+    read = [
+        (zoid, path)
+        for zoid, path in pending.read_paths.items()
+        if zoid not in pending.written
+        and (zoid in pending.rows or zoid in pending.patches)
+    ]
+    if not read:
+        return
+    cursor.execute(_REPLACED_ELSEWHERE, ([z for z, _ in read], [p for _, p in read]))
+    found = cursor.fetchone()
+    if found is not None:
+        zoid = found[0] if isinstance(found, tuple) else found["zoid"]
+        raise ConflictError(
+            f"catalog row of oid {zoid} moved or removed by another transaction",
+            oid=p64(zoid),
+        )
+
+
 class CatalogStateProcessor:
     """Registered on a ``PGJsonbStorage``; see the module docstring."""
 
@@ -177,6 +212,7 @@ class CatalogStateProcessor:
         pending = current_pending()
         if not pending:
             return
+        _check_replaced_rows(cursor, pending)
         # First the moved subtrees, in one statement: everything below
         # names the paths where the objects are now.  Rows written in full
         # (in the INSERT, or just below) already carry their paths.

@@ -170,6 +170,18 @@ def read_counter(conn: psycopg.Connection) -> int:
     return row[0] if row else 0
 
 
+_STORED_PATHS = sql.SQL(
+    "SELECT zoid, path FROM object_state WHERE zoid = ANY(%s::bigint[])"
+)
+
+
+def stored_paths(conn: psycopg.Connection, zoids: list[int]) -> dict[int, str | None]:
+    """``{zoid: cataloged path, None if not cataloged}`` of stored objects."""
+    with json_cursor(conn) as cursor:
+        cursor.execute(_STORED_PATHS, (zoids,))
+        return dict(cursor.fetchall())
+
+
 _SNAPSHOT_TID = sql.SQL("SELECT COALESCE(max(tid), 0) FROM transaction_log")
 
 

@@ -302,7 +302,10 @@ def supported(catalog, obj) -> bool:
         pas._getAllLocalRoles
     ):
         return False
-    plugins = acl_users.plugins.listPlugins(ILocalRolesPlugin)
+    try:
+        plugins = acl_users.plugins.listPlugins(ILocalRolesPlugin)
+    except KeyError:  # PAS not set up yet (a site being created)
+        return False
     return all(
         isinstance(aq_base(plugin), WorkspaceLocalRoleManager) for _, plugin in plugins
     )
@@ -374,16 +377,6 @@ def read_subtree(conn: psycopg.Connection, root: str) -> list[StoredRow]:
                 settings = None
             rows.append(StoredRow(zoid, tid, path, value, settings, bool(container)))
     return rows
-
-
-def _changed_in_transaction(jar) -> set[int]:
-    """Oids of the objects this transaction changed or added."""
-    oids = {obj._p_oid for obj in jar._registered_objects}
-    oids.update(jar._added)
-    savepoints = getattr(jar, "_savepoint_storage", None)
-    if savepoints is not None:
-        oids.update(savepoints.index.keys())
-    return {u64(oid) for oid in oids if oid is not None}
 
 
 def _queued() -> set[int]:
@@ -478,7 +471,7 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
         rows = read_subtree(conn, root)
     jar = connection._jar(obj)
     # Objects whose stored state may not be what they are now.
-    live = _changed_in_transaction(jar) | _queued()
+    live = connection.changed_in_transaction(obj) | _queued()
     reread = set()
     if pending is not None:
         live.update(pending.rows)

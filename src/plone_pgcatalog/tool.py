@@ -42,11 +42,11 @@ from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.extraction import extract_patch
 from plone_pgcatalog.extraction import extract_row
+from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.indexes import index_data
 from plone_pgcatalog.indexes import IndexMapping
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.pending import current_pending
-from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.query import build_query
 from plone_pgcatalog.query import Overlay
 from plone_pgcatalog.query import QueryContext
@@ -70,7 +70,6 @@ import logging
 import psycopg
 import time
 import transaction
-
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +143,6 @@ class PGCatalogTool(UniqueObject, Folder):
 
     security = ClassSecurityInfo()
 
-
     def __init__(self, id: str = "portal_catalog"):
         self.id = id
         self._catalog = CatalogDefinitions()
@@ -217,8 +215,9 @@ class PGCatalogTool(UniqueObject, Folder):
         self._defer_index_drop(name, index.meta_type)
 
     @security.protected(manage_zcatalog_indexes)
-    def manage_addIndex(self, name, type, extra=None, REQUEST=None, RESPONSE=None,
-                        URL1=None):
+    def manage_addIndex(
+        self, name, type, extra=None, REQUEST=None, RESPONSE=None, URL1=None
+    ):
         """Add an index (ZMI and Plone's API)."""
         self.addIndex(name, type, extra)
 
@@ -239,8 +238,9 @@ class PGCatalogTool(UniqueObject, Folder):
         self._catalog.delColumn(name)
 
     @security.protected(manage_zcatalog_indexes)
-    def manage_addColumn(self, name, default_value=None, REQUEST=None,
-                         RESPONSE=None, URL1=None):
+    def manage_addColumn(
+        self, name, default_value=None, REQUEST=None, RESPONSE=None, URL1=None
+    ):
         """Add a metadata column (ZMI)."""
         self.addColumn(name, default_value)
 
@@ -311,11 +311,16 @@ class PGCatalogTool(UniqueObject, Folder):
         """
         processor.register(self._storage())
         connection.join_transaction(self)
-        return current_pending(create=True)
+        pending = current_pending()
+        if pending is None:
+            pending = current_pending(create=True)
+            transaction.get().addBeforeCommitHook(_read_replaced_paths, (self, pending))
+        return pending
 
     @security.protected(manage_zcatalog_entries)
-    def catalog_object(self, obj, uid=None, idxs=None, update_metadata=1,
-                       pghandler=None):
+    def catalog_object(
+        self, obj, uid=None, idxs=None, update_metadata=1, pghandler=None
+    ):
         """Catalog ``obj`` under ``uid`` (its physical path by default).
 
         Every index and metadata value is read now; PostgreSQL gets the
@@ -491,7 +496,8 @@ class PGCatalogTool(UniqueObject, Folder):
         self.reindexIndex(ids, REQUEST, maintenance.ProgressLogHandler())
         if REQUEST and RESPONSE:
             RESPONSE.redirect(
-                URL1 + "/manage_catalogIndexes?manage_tabs_message=Reindexing%20Performed"
+                URL1
+                + "/manage_catalogIndexes?manage_tabs_message=Reindexing%20Performed"
             )
 
     # -- query path -------------------------------------------------------------
@@ -752,9 +758,7 @@ def _timed(work, message: str, RESPONSE, URL1) -> None:
         RESPONSE.redirect(
             URL1
             + "/manage_catalogAdvanced?manage_tabs_message="
-            + quote(
-                f"{message}\nTotal time: {elapse!r}\nTotal CPU time: {c_elapse!r}"
-            )
+            + quote(f"{message}\nTotal time: {elapse!r}\nTotal CPU time: {c_elapse!r}")
         )
 
 
@@ -770,6 +774,32 @@ def _found_by_searches() -> set[int]:
         found: set[int] = set()
         txn.set_data(_FOUND, found)
         return found
+
+
+def _read_replaced_paths(catalog, pending) -> None:
+    """Before the commit: where the stored rows that catalog-only writes
+    replace are in this transaction's snapshot (``read_paths``).
+
+    The commit writes those rows by zoid, while another transaction may
+    have moved or removed them since (a move of a folder relocates its
+    descendants' rows, a deletion clears the object's row; neither stores
+    the object): the state processor then refuses the commit with a
+    ``ConflictError`` rather than write a row back where it no longer
+    belongs (an orphan, or an old path).  Objects the commit stores are
+    left out: their rows go with their states, which ZODB checks.
+    """
+    processQueue()  # what the queue still holds is part of this commit
+    candidates = set(pending.rows) | set(pending.patches)
+    if not candidates:
+        return
+    zoids = sorted(candidates - connection.changed_in_transaction(catalog))
+    if not zoids:
+        return
+    try:
+        with connection.reading(catalog) as conn:
+            pending.read_paths = search.stored_paths(conn, zoids)
+    except psycopg.errors.UndefinedColumn:
+        pass  # no catalog column yet: nothing stored to replace
 
 
 def _read_current(content) -> None:

@@ -381,6 +381,68 @@ def test_a_batch_that_conflicts_with_an_edit_is_cataloged_again(pg_layer):
     assert _titles(portal, Title="meanwhile") == ["Edited meanwhile"]
 
 
+def _during_the_batch_of(portal, name, work):
+    """A progress handler that runs ``work`` in another transaction once
+    the row of ``portal[name]`` is pending in the rebuild's batch."""
+    from ZODB.utils import u64
+
+    done = []
+
+    def after_object(current):
+        pending = current_pending()
+        if done or pending is None:
+            return
+        if u64(portal[name]._p_oid) in pending.rows:
+            done.append(work())
+
+    return Hooks(on_report=after_object), done
+
+
+def _remove_without_storing(site):
+    """p3 out of the site and the catalog, storing nothing of p3 (Plone's
+    removal stores it, which the read-conflict check catches on its own)."""
+    site._delOb("p3")
+    site.portal_catalog.uncatalog_object("/plone/p3")
+
+
+def test_a_batch_whose_object_is_removed_meanwhile_leaves_no_row_of_it(pg_layer):
+    portal = pg_layer["portal"]
+    _pages(portal, 6)
+    hooks, done = _during_the_batch_of(
+        portal,
+        "p3",
+        lambda: _in_other_thread(_with_site, pg_layer["pgdb"], _remove_without_storing),
+    )
+    portal.portal_catalog.rebuild(batch_size=100, pghandler=hooks)
+    assert done
+    assert any("conflicted" in c[1] for c in hooks.calls if c[0] == "info")
+    stored = _stored_titles(pg_layer)
+    assert "/plone/p3" not in stored and "/plone/p4" in stored
+
+
+def test_a_batch_whose_folder_is_renamed_meanwhile_leaves_no_old_path(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = api.content.create(container=portal, type="Folder", id="f", title="F")
+    for i in range(4):
+        api.content.create(container=folder, type="Document", id=f"d{i}", title="D")
+    transaction.commit()
+
+    def rename(site):
+        api.content.rename(obj=site.f, new_id="renamed")
+
+    hooks, done = _during_the_batch_of(
+        folder,
+        "d1",
+        lambda: _in_other_thread(_with_site, pg_layer["pgdb"], rename),
+    )
+    portal.portal_catalog.rebuild(batch_size=100, pghandler=hooks)
+    assert done
+    stored = set(_stored_titles(pg_layer))
+    assert not [path for path in stored if path.startswith("/plone/f/")]
+    assert {f"/plone/renamed/d{i}" for i in range(4)} <= stored
+
+
 # -- entry points -----------------------------------------------------------------
 
 

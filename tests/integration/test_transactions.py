@@ -125,8 +125,8 @@ def _in_other_thread(db, work):
     """Run ``work(portal)`` in its own thread, connection and transaction,
     then commit; the catalog's pending changes follow the thread's
     transaction manager, as in a Zope worker thread."""
-    from zope.component.hooks import setSite
     from plone.app.testing import login
+    from zope.component.hooks import setSite
 
     errors = []
 
@@ -255,6 +255,52 @@ def test_a_reindex_of_an_object_changed_meanwhile_conflicts(pg_layer):
     assert _found(portal) == _committed_rows(portal)
 
 
+def _remove_without_storing(site, folder: str, id: str) -> None:
+    """Take an item out of its folder and the catalog, storing nothing of
+    the item itself (no events: Plone's removal stores the item, which
+    ZODB's read-conflict check catches on its own)."""
+    site[folder]._delOb(id)
+    site.portal_catalog.uncatalog_object(f"/plone/{folder}/{id}")
+
+
+def test_a_reindex_of_a_page_removed_meanwhile_conflicts(pg_layer):
+    """Another transaction removes the page (its row is cleared, the page
+    itself not stored) after this one read it: writing this one's row
+    would leave a row of a removed page behind, so the commit conflicts."""
+    portal = pg_layer["portal"]
+    _site(portal)
+    page = portal.f.a
+    page.reindexObject(idxs=["Title"])
+    processQueue()
+    _in_other_thread(pg_layer["pgdb"], lambda p: _remove_without_storing(p, "f", "a"))
+    with pytest.raises(ConflictError) as info:
+        transaction.commit()
+    assert info.value.oid == page._p_oid
+    transaction.abort()
+    assert "/plone/f/a" not in _committed_rows(portal)
+    assert _found(portal) == _committed_rows(portal)
+
+
+def test_a_reindex_of_a_page_moved_meanwhile_conflicts(pg_layer):
+    """Another transaction renames the page's folder (the rows of its
+    contents are relocated; a page stores nothing of its path): this one's
+    row, with the old path, must not be written back."""
+    portal = pg_layer["portal"]
+    _site(portal)
+    page = portal.f.b
+    page.reindexObject(idxs=["Title"])
+    processQueue()
+    _in_other_thread(
+        pg_layer["pgdb"], lambda p: api.content.rename(obj=p.f, new_id="renamed")
+    )
+    with pytest.raises(ConflictError):
+        transaction.commit()
+    transaction.abort()
+    committed = _committed_rows(portal)
+    assert "/plone/f/b" not in committed and "/plone/renamed/b" in committed
+    assert _found(portal) == committed
+
+
 class _FailingVote:
     """A data manager that votes after the storage and refuses."""
 
@@ -287,9 +333,7 @@ class _FailingVote:
         return "~~~zz-failing-vote"
 
 
-def test_a_failing_vote_after_the_catalog_wrote_leaves_no_trace(
-    pg_layer, monkeypatch
-):
+def test_a_failing_vote_after_the_catalog_wrote_leaves_no_trace(pg_layer, monkeypatch):
     from plone_pgcatalog.processor import CatalogStateProcessor
 
     finalized = []
