@@ -36,6 +36,7 @@ import contextlib
 import logging
 import psycopg
 import pytest
+import re
 import transaction
 
 SITE = "zsite"
@@ -197,11 +198,41 @@ class Schema:
     markers: list[str]  # zodb-pgjsonb's version records of the tool's DDL
 
 
+#: SQL objects and DDL records of catalog indexes that no site of the
+#: lifecycle defines: earlier test modules in this process added them to the
+#: shared test database (their rows are restored per test, DDL is not).
+#: Dropped with the schema, not created again: left out of every ``Schema``.
+_LEFT_BY_EARLIER_TESTS: set[str] = set()
+
+#: How ``schema.sql_index_name`` names the objects of one catalog index.
+_INDEX_OBJECT = re.compile(r"^pgcatalog_[a-z]+_.*_[0-9a-f]{8}$")
+
+
+def _left_by_earlier_tests(dsn: str, definitions: dict) -> set[str]:
+    """Names in the database now that belong to no index of ``definitions``."""
+    wanted = set()
+    for name, index in definitions.items():
+        wanted |= schema._index_object_names(name, index.meta_type)
+        wanted.add(f"{schema.DDL_SOURCE_PREFIX}index {name}")
+    found = _schema(dsn)
+    return {
+        name
+        for name in [*found.indexes, *found.statistics]
+        if _INDEX_OBJECT.match(name) and name not in wanted
+    } | {
+        marker
+        for marker in found.markers
+        if marker.startswith(f"{schema.DDL_SOURCE_PREFIX}index ")
+        and marker not in wanted
+    }
+
+
 def _schema(dsn: str) -> Schema:
     with psycopg.connect(dsn) as conn:
 
         def names(query: str, *params) -> list[str]:
-            return [row[0] for row in conn.execute(query, params)]
+            found = [row[0] for row in conn.execute(query, params)]
+            return [name for name in found if name not in _LEFT_BY_EARLIER_TESTS]
 
         return Schema(
             columns=names(
@@ -511,6 +542,12 @@ def lifecycle():
     layer = next(runner)
     dsn = layer["pgcatalog_dsn"]
     stages = {}
+    _LEFT_BY_EARLIER_TESTS.clear()
+    _LEFT_BY_EARLIER_TESTS.update(
+        _left_by_earlier_tests(
+            dsn, layer["portal"].portal_catalog.getIndexDefinitions()
+        )
+    )
     try:
         app = layer["app"]
         addPloneSite(
