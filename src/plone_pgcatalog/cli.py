@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
+from plone_pgcatalog.schema import COLUMNS
 from psycopg import sql
 from psycopg.rows import tuple_row
 from psycopg.types.json import JsonbLoader
@@ -589,14 +590,7 @@ _PER_VALUE = sql.SQL(
 _COLUMN_SIZES = sql.SQL("SELECT {} FROM object_state WHERE idx IS NOT NULL AND {}")
 
 #: The catalog's columns on ``object_state`` (schema.BASE_DDL).
-CATALOG_COLUMNS = (
-    "path",
-    "parent_path",
-    "path_depth",
-    "idx",
-    "meta",
-    "searchable_text",
-)
+CATALOG_COLUMNS = COLUMNS
 
 _SQL_INDEXES = sql.SQL(
     "SELECT indexname, pg_relation_size(format('%%I.%%I', schemaname, indexname))"

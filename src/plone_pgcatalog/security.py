@@ -245,35 +245,69 @@ def _chain_above(obj) -> tuple[list, dict]:
 # -- when the computation is the indexer's --------------------------------------
 
 
-def _registered(site_manager, interface) -> list:
-    """Adapter registrations providing ``interface``, site and global."""
-    found, seen, todo = [], set(), [site_manager]
+def _registries(site_manager) -> list:
+    """``site_manager`` and the registries it inherits from (the global one)."""
+    found, todo = [], [site_manager]
     while todo:
         registry = todo.pop()
-        if id(registry) in seen:
+        if any(registry is seen for seen in found):
             continue
-        seen.add(id(registry))
-        found.extend(
-            r
-            for r in registry.registeredAdapters()
-            if r.provided.isOrExtends(interface)
-        )
+        found.append(registry)
         todo.extend(getattr(registry, "__bases__", ()))
     return found
 
 
-def supported(catalog, obj) -> bool:
-    """Whether the values computed here are the indexer's, for this site.
+def _registered(registries, interface) -> list:
+    """Adapter registrations of ``registries`` providing ``interface``."""
+    return [
+        r
+        for registry in registries
+        for r in registry.registeredAdapters()
+        if r.provided.isOrExtends(interface)
+    ]
 
-    Checked on every call (a few milliseconds): an add-on installed since
-    may bring its own indexer or local role provider.
+
+#: ``_plone_adapters_only`` by the registries' identities and generations.
+_ADAPTERS_CHECKED: dict[tuple, bool] = {}
+
+
+def _plone_adapters_only(site_manager) -> bool:
+    """Whether Plone's indexer and borg.localrole's default adapter are
+    the only ones that take part (no add-on's indexer of the index, local
+    role provider or workspace).
+
+    Remembered until a registry changes (its generation counts every
+    registration), so that it costs nothing on each call.
     """
     from borg.localrole.default_adapter import DefaultLocalRoleAdapter
     from borg.localrole.interfaces import ILocalRoleProvider
     from borg.localrole.interfaces import IWorkspace
-    from borg.localrole.workspace import WorkspaceLocalRoleManager
     from plone.indexer.interfaces import IIndexer
     from Products.CMFPlone import CatalogTool
+
+    registries = _registries(site_manager)
+    key = tuple(
+        (getattr(aq_base(r), "_p_oid", None) or id(aq_base(r)), r.adapters._generation)
+        for r in registries
+    )
+    if key not in _ADAPTERS_CHECKED:
+        indexers = [
+            r.factory for r in _registered(registries, IIndexer) if r.name == INDEX
+        ]
+        providers = [r.factory for r in _registered(registries, ILocalRoleProvider)]
+        _ADAPTERS_CHECKED.clear()  # one site manager's answer is enough to keep
+        _ADAPTERS_CHECKED[key] = (
+            indexers == [CatalogTool.allowedRolesAndUsers]
+            and providers == [DefaultLocalRoleAdapter]
+            and not _registered(registries, IWorkspace)
+        )
+    return _ADAPTERS_CHECKED[key]
+
+
+def supported(catalog, obj) -> bool:
+    """Whether the values computed here are the indexer's, for this site:
+    Plone's indexer, borg.localrole's adapter and PAS plug-in only."""
+    from borg.localrole.workspace import WorkspaceLocalRoleManager
     from Products.PlonePAS import pas
     from Products.PlonePAS.interfaces.plugins import ILocalRolesPlugin
 
@@ -284,16 +318,7 @@ def supported(catalog, obj) -> bool:
         return False
     if list(index.getIndexSourceNames()) != [INDEX]:
         return False
-    site_manager = getSiteManager(catalog)
-    indexers = [
-        r.factory for r in _registered(site_manager, IIndexer) if r.name == INDEX
-    ]
-    if indexers != [CatalogTool.allowedRolesAndUsers]:
-        return False
-    providers = _registered(site_manager, ILocalRoleProvider)
-    if [r.factory for r in providers] != [DefaultLocalRoleAdapter]:
-        return False
-    if _registered(site_manager, IWorkspace):
+    if not _plone_adapters_only(getSiteManager(catalog)):
         return False
     acl_users = getToolByName(obj, "acl_users", None)
     if acl_users is None:
@@ -449,9 +474,11 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
     descendants whose stored states tell their value.
 
     Returns False, having done nothing, where the computation would not be
-    the indexer's (``supported``) or the transaction moved or removed
-    catalog rows (the caller then does CMFCore's walk).
+    the indexer's (``supported``), the transaction moved or removed catalog
+    rows, or ``obj`` holds no items (the caller then does CMFCore's walk).
     """
+    if not getattr(aq_base(obj), "isPrincipiaFolderish", False):
+        return False  # no descendants: CMFCore's walk is one object
     pending = current_pending()
     if pending is not None and (
         pending.moves
@@ -463,12 +490,13 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
     if not supported(catalog, obj):
         return False
     root = "/".join(obj.getPhysicalPath())
-    try:
-        above_permissions, above_local_roles = _chain_above(obj)
-    except Unsupported:
-        return False
     with connection.reading(catalog) as conn:
         rows = read_subtree(conn, root)
+    if any(row.path != root for row in rows):
+        try:
+            above_permissions, above_local_roles = _chain_above(obj)
+        except Unsupported:
+            return False
     jar = connection._jar(obj)
     # Objects whose stored state may not be what they are now.
     live = connection.changed_in_transaction(obj) | _queued()

@@ -39,26 +39,22 @@ from collections import Counter
 from dataclasses import dataclass
 from persistent import Persistent
 from plone import api
-from plone.app.testing import login
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from plone.app.testing import TEST_USER_NAME
 from Products.CMFCore.indexing import processQueue
 from Products.ZCatalog.ZCatalog import ZCatalog
 from Products.ZCTextIndex.ZCTextIndex import ZCTextIndex
 from tests.conftest import collect_in
+from tests.integration.test_transactions import _in_other_thread as in_other_thread
 from ZODB.ConflictResolution import ConflictResolvingStorage
 from ZODB.POSException import ConflictError
 from ZODB.serialize import referencesf
 from ZODB.utils import get_pickle_metadata
 from ZODB.utils import load_current
 from ZODB.utils import z64
-from zope.component.hooks import setSite
 
 import pytest
-import threading
 import transaction
-
 
 #: Where the classes of a stock catalog's own objects live.
 CATALOG_MODULES = (
@@ -209,29 +205,7 @@ def _conflicts_of_commit(conn, catalog_oids, names) -> tuple[Conflict, ...]:
 def _in_other_thread(portal, work) -> None:
     """Run ``work(portal)`` in its own thread, connection and transaction,
     on the database of ``portal``, and commit, as a Zope worker does."""
-    db = portal._p_jar.db()
-    errors = []
-
-    def run():
-        conn = db.open()
-        try:
-            other = conn.root()["Application"][portal.getId()]
-            setSite(other)
-            login(other, TEST_USER_NAME)
-            work(other)
-            transaction.commit()
-        except BaseException as error:  # reported to the test thread
-            transaction.abort()
-            errors.append(error)
-        finally:
-            setSite(None)
-            conn.close()
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
+    in_other_thread(portal._p_jar.db(), work)
 
 
 def _concurrently(layer, mine, theirs) -> Outcome:
