@@ -70,6 +70,13 @@ def parse_args(argv) -> argparse.Namespace:
         "(default: benchmarks/results/docs-N)",
     )
     parser.add_argument(
+        "--big-folder",
+        type=int,
+        default=1000,
+        help="descendants of the folder the rename and the sharing change "
+        "work on (default: 1000)",
+    )
+    parser.add_argument(
         "--result-cache",
         action="store_true",
         help="keep plone_pgcatalog's results per committed state "
@@ -88,6 +95,10 @@ def parse_args(argv) -> argparse.Namespace:
         parser.error(f"--warmup must be between 0 and 1000, not {args.warmup}")
     if not 1 <= args.iterations <= 10_000:
         parser.error(f"--iterations must be between 1 and 10000, not {args.iterations}")
+    if not 10 <= args.big_folder <= MAX_DOCS:
+        parser.error(
+            f"--big-folder must be between 10 and {MAX_DOCS}, not {args.big_folder}"
+        )
     names = [name.strip() for name in args.backends.split(",") if name.strip()]
     for name in names:
         if name not in backends.BACKENDS:
@@ -103,10 +114,10 @@ def parse_args(argv) -> argparse.Namespace:
     return args
 
 
-def phase_timeout(phase: str, docs: int) -> float:
+def phase_timeout(phase: str, docs: int, big_folder: int = 1000) -> float:
     """Upper bound of one phase (s): a hung process must not hang the run."""
     return {"create": 900 + 3.0 * docs, "query": 1800 + 0.2 * docs}.get(
-        phase, 1800 + 0.5 * docs
+        phase, 1800 + 0.5 * docs + 0.6 * big_folder
     )
 
 
@@ -131,6 +142,8 @@ def run_phase(phase, backend, dsn, args, workdir: Path) -> dict:
         str(args.warmup),
         "--iterations",
         str(args.iterations),
+        "--big-folder",
+        str(args.big_folder),
     ]
     started = time.monotonic()
     log(f"{backend}: {phase} ...")
@@ -145,7 +158,7 @@ def run_phase(phase, backend, dsn, args, workdir: Path) -> dict:
                 stdout=stderr,
                 stderr=stderr,
                 check=True,
-                timeout=phase_timeout(phase, args.docs),
+                timeout=phase_timeout(phase, args.docs, args.big_folder),
             )
         except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as exc:
             tail = logfile.read_text(encoding="utf-8", errors="replace")[-4000:]

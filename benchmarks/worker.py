@@ -180,13 +180,13 @@ def phase_write(session, backend, args) -> dict:
     progress("modifications done")
     result["transition_ms"] = writes.transition_documents(session, specs)
     progress("transitions done")
-    result["big_folder"] = writes.create_big_folder(session)
+    result["big_folder"] = writes.create_big_folder(session, args.big_folder)
     progress(f"big folder created: {result['big_folder']}")
     result["rename_ms"] = writes.rename_big_folder(session)
     progress(f"renames: {result['rename_ms']}")
     result["sharing_ms"] = writes.share_big_folder(session, backends.READER_USER)
     progress(f"sharing: {result['sharing_ms']}")
-    writes.check_sharing(session, backends.READER_USER)
+    writes.check_sharing(session, backends.READER_USER, args.big_folder)
     result["rebuild"] = writes.rebuild_catalog(session)
     progress(f"rebuild: {result['rebuild']}")
     return result
@@ -225,6 +225,7 @@ def parse_args(argv) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=50)
+    parser.add_argument("--big-folder", type=int, default=1000)
     args = parser.parse_args(argv)
     if args.docs < 1:
         parser.error("--docs must be at least 1")

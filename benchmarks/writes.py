@@ -17,11 +17,11 @@ import transaction
 
 #: Documents edited and transitioned (each on its own commit).
 EDITS = 50
-#: The big folder: SUBFOLDERS folders of DOCS_PER_SUBFOLDER documents,
-#: 1,000 descendants in all.
+#: The big folder: SUBFOLDERS folders of documents, 1,000 descendants in
+#: all unless ``--big-folder`` says otherwise.
 BIG_FOLDER = "big-folder"
 SUBFOLDERS = 10
-DOCS_PER_SUBFOLDER = 99
+BIG_FOLDER_DESCENDANTS = 1000
 BIG_COMMIT_EVERY = 100
 #: Each of rename and sharing runs this many times (there and back).
 REPEATS = 2
@@ -62,9 +62,14 @@ def transition_documents(session, specs: list[DocSpec]) -> list[float]:
     return timings
 
 
-def create_big_folder(session) -> dict:
-    """The private folder with 1,000 private descendants (commits every
-    100 items)."""
+def docs_per_subfolder(descendants: int) -> int:
+    """Documents in each subfolder for ``descendants`` in all."""
+    return max(descendants // SUBFOLDERS - 1, 0)
+
+
+def create_big_folder(session, descendants: int = BIG_FOLDER_DESCENDANTS) -> dict:
+    """The private folder with ``descendants`` private descendants (commits
+    every 100 items)."""
     from plone import api
 
     started = time.perf_counter()
@@ -84,7 +89,7 @@ def create_big_folder(session) -> dict:
                 title=f"Sub {number}",
             )
             created += 1
-            for item in range(DOCS_PER_SUBFOLDER):
+            for item in range(docs_per_subfolder(descendants)):
                 api.content.create(
                     container=sub,
                     type="Document",
@@ -138,7 +143,7 @@ def share_big_folder(session, principal: str) -> list[float]:
     return timings
 
 
-def check_sharing(session, principal: str) -> None:
+def check_sharing(session, principal: str, descendants: int) -> None:
     """The local role reached the catalog of the descendants (sanity)."""
     with session.request() as (site, conn):
         big = site[BIG_FOLDER]
@@ -151,8 +156,9 @@ def check_sharing(session, principal: str) -> None:
             )
         )
         transaction.abort()
-    if found != 1 + SUBFOLDERS * (1 + DOCS_PER_SUBFOLDER):
-        raise RuntimeError(f"sharing reached {found} catalog entries, not 1001")
+    expected = 1 + SUBFOLDERS * (1 + docs_per_subfolder(descendants))
+    if found != expected:
+        raise RuntimeError(f"sharing reached {found} catalog entries, not {expected}")
 
 
 def rebuild_catalog(session) -> dict:
