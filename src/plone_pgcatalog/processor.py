@@ -5,7 +5,9 @@ Owns: writing catalog rows inside the ZODB two-phase commit.
 - ``process()`` runs when zodb-pgjsonb queues an object's state during the
   commit; if the transaction cataloged that object, its catalog columns
   go into the same ``INSERT`` as the state.
-- ``finalize()`` runs at the end of the vote on the writing cursor: rows of
+- ``finalize()`` runs at the end of the vote on the writing cursor: it
+  refuses the commit if a row that a catalog-only write replaces was moved
+  or removed by another transaction meanwhile; then rows of
   cataloged objects whose state was not stored are updated, uncataloged
   paths are cleared (and the rows a rebuild did not write,
   ``PendingCatalog.keep_only``), and the change counter moves.

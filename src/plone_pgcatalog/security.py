@@ -54,6 +54,7 @@ from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.utils import getToolByName
 from psycopg import sql
 from types import SimpleNamespace
+from zExceptions import Unauthorized
 from ZODB.utils import p64
 from ZODB.utils import u64
 from zope.component import getSiteManager
@@ -232,7 +233,10 @@ def _chain_above(obj) -> tuple[list, dict]:
     while current is not None:
         # Read as AccessControl reads it: getattr on the wrapper (an
         # underscore name is not acquired, so this is the object's own).
-        value = getattr(current, PERMISSION_ATTRIBUTE, _MISSING)
+        try:
+            value = getattr(current, PERMISSION_ATTRIBUTE)
+        except (AttributeError, Unauthorized):
+            value = _MISSING
         if isinstance(value, str):
             raise Unsupported("permission mapped to another name")
         settings.append(value)
