@@ -272,3 +272,20 @@ def test_a_descendant_changed_meanwhile_makes_the_commit_conflict(pg_layer):
     with pytest.raises(ConflictError):
         transaction.commit()
     transaction.abort()
+
+
+def test_a_permission_mapped_to_another_name_is_read_from_the_object(pg_layer):
+    """A setting that names another permission (AccessControl then walks
+    that one) is not computed from states: the object and its contents
+    are read as CMFCore reads them."""
+    portal = pg_layer["portal"]
+    paths = _build(portal, folders=1, items=2)
+    folder = portal.top.f0
+    folder._Access_contents_information_Permission = "View"
+    folder._View_Permission = ("Manager", "Reviewer")
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    portal.top.manage_setLocalRoles("bob", ["Reviewer"])
+    portal.top.reindexObjectSecurity()
+    transaction.commit()
+    assert _stored(portal, paths) == _expected(portal, paths)
