@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from tests.conftest import run_in
-from tests.differential.content import build_content
 from tests.differential.content import become
+from tests.differential.content import build_content
 from tests.differential.content import change_without_commit
 from tests.differential.content import ITEMS
 from tests.differential.queries import QUERIES
