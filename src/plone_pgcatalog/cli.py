@@ -34,6 +34,7 @@ from plone_pgcatalog.schema import COLUMNS
 from psycopg import sql
 from psycopg.rows import tuple_row
 from psycopg.types.json import JsonbLoader
+from psycopg.types.json import JsonLoader
 from typing import Any
 from typing import TextIO
 
@@ -430,7 +431,7 @@ def _indexable(tool, obj):
 
 
 def _json(value):
-    """``value`` as it comes back from a jsonb column."""
+    """``value`` as it comes back from a JSON column."""
     return json.loads(json.dumps(value))
 
 
@@ -445,6 +446,7 @@ def _cursor(conn):
     # Our own loader on our own cursor: the connection is the storage's.
     cursor = conn.cursor(row_factory=tuple_row)
     cursor.adapters.register_loader("jsonb", JsonbLoader)
+    cursor.adapters.register_loader("json", JsonLoader)
     return cursor
 
 

@@ -26,6 +26,7 @@ from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.relocation import relocate_statement
 from psycopg import sql
+from psycopg.types.json import Json
 from psycopg.types.json import Jsonb
 from ZODB.POSException import ConflictError
 from ZODB.utils import p64
@@ -60,7 +61,7 @@ _UPDATE_ROWS = sql.SQL(
     " path_depth = r.path_depth, idx = r.idx, meta = r.meta,"
     " searchable_text = {vector}"
     " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[],"
-    " %s::jsonb[], %s::jsonb[], %s::text[], %s::text[])"
+    " %s::jsonb[], %s::json[], %s::text[], %s::text[])"
     " AS r(zoid, path, parent_path, path_depth, idx, meta, config, words)"
     " WHERE s.zoid = r.zoid"
 ).format(vector=schema.searchable_vector(sql.SQL("r.words"), sql.SQL("r.config")))
@@ -78,20 +79,21 @@ _CLEAR_WHERE = sql.SQL(
 # Partial reindexes, all in one statement: a JSONB merge into each stored
 # row.  A row that was not cataloged yet gets its path and metadata too
 # (ZCatalog catalogs a new object with the given indexes only).  SET
-# expressions read the old row.
+# expressions read the old row.  ``s.meta::json``: until the upgrade to
+# schema 4 has run, ``meta`` may still be ``jsonb`` (``schema.META_TO_JSON``).
 _PATCH_ROWS = sql.SQL(
     "UPDATE object_state AS s SET"
     " path = COALESCE(s.path, p.path),"
     " parent_path = COALESCE(s.parent_path, p.parent_path),"
     " path_depth = COALESCE(s.path_depth, p.path_depth),"
     " meta = CASE WHEN s.idx IS NULL OR p.update_metadata THEN p.meta"
-    " ELSE s.meta END,"
+    " ELSE s.meta::json END,"
     " searchable_text = CASE WHEN p.text_given THEN {vector}"
     " ELSE s.searchable_text END,"
     " idx = (COALESCE(s.idx, '{{}}'::jsonb)"
     " - ARRAY(SELECT jsonb_array_elements_text(p.removed))) || p.vals"
     " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[],"
-    " %s::boolean[], %s::jsonb[], %s::boolean[], %s::text[], %s::text[],"
+    " %s::boolean[], %s::json[], %s::boolean[], %s::text[], %s::text[],"
     " %s::jsonb[], %s::jsonb[])"
     " AS p(zoid, path, parent_path, path_depth, update_metadata, meta,"
     " text_given, config, words, removed, vals)"
@@ -118,7 +120,7 @@ def patch_arrays(patches: list[CatalogPatch]) -> tuple[list, ...]:
         [p.parent_path for p in patches],
         [p.path_depth for p in patches],
         [p.update_metadata for p in patches],
-        [Jsonb(p.meta) for p in patches],
+        [Json(p.meta) for p in patches],
         [p.text_given for p in patches],
         [p.text_config if p.searchable_text is not None else None for p in patches],
         [p.searchable_text for p in patches],
@@ -135,7 +137,7 @@ def row_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
         [r.parent_path for r in rows],
         [r.path_depth for r in rows],
         [Jsonb(r.idx) for r in rows],
-        [Jsonb(r.meta) for r in rows],
+        [Json(r.meta) for r in rows],
         [r.text_config if r.searchable_text is not None else None for r in rows],
         [r.searchable_text for r in rows],
     )
@@ -149,7 +151,7 @@ def row_params(row: CatalogRow) -> dict:
         "parent_path": row.parent_path,
         "path_depth": row.path_depth,
         "idx": Jsonb(row.idx),
-        "meta": Jsonb(row.meta),
+        "meta": Json(row.meta),
         "searchable_text": (
             None
             if row.searchable_text is None

@@ -22,6 +22,7 @@ import psycopg
 
 
 class _OrjsonLoader(JsonbLoader):
+    # Text format: the same loader serves ``json`` and ``jsonb``.
     def load(self, data):
         return orjson.loads(bytes(data) if isinstance(data, memoryview) else data)
 
@@ -40,6 +41,7 @@ def json_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
     """A cursor of ``conn`` giving tuples, JSON decoded with orjson."""
     cursor = conn.cursor(row_factory=tuple_row)
     cursor.adapters.register_loader("jsonb", _OrjsonLoader)
+    cursor.adapters.register_loader("json", _OrjsonLoader)
     return cursor
 
 

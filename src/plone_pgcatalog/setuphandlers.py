@@ -271,16 +271,24 @@ def _drop_schema_after_commit(site) -> None:
     before the drop runs: that install queued the schema before its own
     commit, which may come before the drop.
     """
+    change_schema_after_commit(
+        site,
+        "schema removal",
+        partial(_drop_schema, installs=_Installs.count),
+        "apply the profile plone_pgcatalog:uninstall again",
+    )
+
+
+def change_schema_after_commit(
+    site, label: str, change: Callable[[psycopg.Connection], None], remedy: str
+) -> None:
+    """Queue ``change`` as a ``SchemaChange`` once this transaction has
+    committed (nothing if it aborts): it runs when the next transaction
+    of this process begins."""
     storage = _pgjsonb_storage(site)
     if storage is None:
         return
-    installs = _Installs.count
-    queued = SchemaChange(
-        storage,
-        "schema removal",
-        partial(_drop_schema, installs=installs),
-        "apply the profile plone_pgcatalog:uninstall again",
-    )
+    queued = SchemaChange(storage, label, change, remedy)
 
     def after_commit(committed: bool) -> None:
         if committed:

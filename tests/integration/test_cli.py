@@ -222,7 +222,7 @@ def test_verify_reports_missing_orphan_and_stale_rows_and_repair_fixes_them(
         ('"bogus"', "/Plone/library/glacier-handbook"),
     )
     site.sql(
-        "UPDATE object_state SET meta = jsonb_set(meta, '{Title}', %s)"
+        "UPDATE object_state SET meta = jsonb_set(meta::jsonb, '{Title}', %s)"
         " WHERE path = %s",
         ('"Wrong"', "/Plone/events/glacier-meetup"),
     )
@@ -270,7 +270,7 @@ def test_reindex_reads_the_given_index_again(site):
     title = site.rows()[path][1]["Title"]
     site.sql(
         "UPDATE object_state SET idx = jsonb_set(idx, '{Title}', %s),"
-        " meta = jsonb_set(meta, '{Title}', %s) WHERE path = %s",
+        " meta = jsonb_set(meta::jsonb, '{Title}', %s) WHERE path = %s",
         ('"wrong"', '"Wrong"', path),
     )
     code, out, err = site.run("reindex", "Title")

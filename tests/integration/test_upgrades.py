@@ -103,7 +103,9 @@ def test_2_to_3_rewrites_idx_in_the_new_form(pg_layer):
     setup.upgradeProfile(PGCATALOG_PROFILE)
     transaction.commit()
 
-    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == ("3",)
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
+        str(schema.SCHEMA_VERSION),
+    )
     with _database(portal) as conn:
         written = _compression_of(conn, "/plone/d3")
     assert written == ("lz4" if compression == "l" else "pglz")
@@ -159,3 +161,76 @@ def test_a_cataloged_row_is_read_without_toast(pg_layer):
         read = _blocks_read(conn, columns, zoid)
     # Out of the row (TOAST), these values cost about 30 blocks.
     assert read <= found
+
+
+def _meta_type(portal) -> str:
+    with _database(portal) as conn:
+        return schema.meta_type(conn)
+
+
+def _titles(portal, *ids) -> dict:
+    found = api.content.find(context=portal, id=list(ids))
+    return {brain.getId: (brain.Title, brain.review_state) for brain in found}
+
+
+def test_meta_is_a_json_column(pg_layer):
+    assert _meta_type(pg_layer["portal"]) == "json"
+
+
+def test_3_to_4_makes_meta_json_and_version_3_rows_stay_readable(pg_layer):
+    portal = pg_layer["portal"]
+    catalog = portal.portal_catalog
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    # What version 3 had: meta as jsonb.  DDL waits for a write transaction.
+    catalog._defer_ddl(
+        sql.SQL("ALTER TABLE object_state ALTER COLUMN meta TYPE jsonb"),
+        "test: meta of version 3",
+    )
+    try:
+        first = api.content.create(
+            container=portal, type="Document", id="m1", title="Quay"
+        )
+        transaction.commit()
+        assert _meta_type(portal) == "jsonb"
+
+        # Until the step runs, every kind of write works on the jsonb
+        # column: an INSERT with the object's state (new object), a
+        # catalog-only row (reindex of an unchanged object) and patches
+        # with and without metadata.
+        second = api.content.create(
+            container=portal, type="Document", id="m2", title="Jetty"
+        )
+        transaction.commit()
+        catalog.reindexObject(first)
+        first.title = "Quay west"
+        catalog.reindexObject(first, idxs=["Title"], update_metadata=1)
+        second.title = "Jetty east"
+        catalog.reindexObject(second, idxs=["Title"], update_metadata=0)
+        transaction.commit()
+        expected = {"m1": ("Quay west", "private"), "m2": ("Jetty", "private")}
+        assert _titles(portal, "m1", "m2") == expected
+
+        setup = portal.portal_setup
+        setup.setLastVersionForProfile(PGCATALOG_PROFILE, "3")
+        setup.upgradeProfile(PGCATALOG_PROFILE)
+        assert _meta_type(portal) == "jsonb"  # not before the commit
+        transaction.commit()
+        portal._p_jar.sync()  # the next transaction begins: the change runs
+
+        assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
+            str(schema.SCHEMA_VERSION),
+        )
+        assert _meta_type(portal) == "json"
+        assert _titles(portal, "m1", "m2") == expected
+    finally:
+        if _meta_type(portal) != "json":
+            catalog._defer_ddl(
+                sql.SQL(schema.BASE_DDL) + sql.SQL(
+                    "; ALTER TABLE object_state ALTER COLUMN meta TYPE json"
+                ),
+                "test: meta back to json",
+            )
+            api.content.create(container=portal, type="Document", id="m3")
+            transaction.commit()
+        api.content.delete(objects=[portal[i] for i in ("m1", "m2", "m3") if i in portal])
+        transaction.commit()
