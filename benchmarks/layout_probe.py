@@ -16,14 +16,19 @@ and times the same searches on the three layouts:
     the conditions' values as plain columns (``portal_type``,
     ``review_state`` as text, ``allowedRolesAndUsers`` as ``text[]``) with
     B-tree and GIN indexes.
+``object_state`` + typed columns (``typed``)
+    the same plain columns added to ``object_state`` itself (NULL in rows
+    that are not cataloged) with partial indexes ``WHERE idx IS NOT NULL``:
+    what typed columns give without a table of their own.
 
 Usage (``N``: the number in the kept database's name)::
 
     .venv/bin/python benchmarks/layout_probe.py \
         postgresql://user@host/pgcatalog_bench_pgcatalog_N
 
-It drops and recreates its two tables; nothing else is changed.  Never
-part of the test suite.
+It drops and recreates its two tables, and adds its columns
+(``probe_*``) to ``object_state`` for the time of the measurement; nothing
+else is changed.  Never part of the test suite.
 """
 
 from __future__ import annotations
@@ -85,6 +90,40 @@ def build_plain(conn) -> None:
     conn.execute("VACUUM ANALYZE probe_plain")
 
 
+TYPED_COLUMNS = ("probe_portal_type", "probe_review_state", "probe_allowed")
+
+
+def add_typed(conn) -> None:
+    drop_typed(conn)
+    conn.execute(
+        "ALTER TABLE object_state ADD COLUMN probe_portal_type text,"
+        " ADD COLUMN probe_review_state text, ADD COLUMN probe_allowed text[]"
+    )
+    conn.execute(
+        "UPDATE object_state SET probe_portal_type = idx ->> 'portal_type',"
+        " probe_review_state = idx ->> 'review_state',"
+        " probe_allowed = ARRAY(SELECT jsonb_array_elements_text("
+        "idx -> 'allowedRolesAndUsers')) WHERE idx IS NOT NULL"
+    )
+    for column in ("probe_portal_type", "probe_review_state"):
+        conn.execute(
+            f"CREATE INDEX probe_{column} ON object_state ({column})"
+            " WHERE idx IS NOT NULL"
+        )
+    conn.execute(
+        "CREATE INDEX probe_allowed_gin ON object_state USING gin (probe_allowed)"
+        " WHERE idx IS NOT NULL"
+    )
+    conn.execute("VACUUM ANALYZE object_state")
+
+
+def drop_typed(conn) -> None:
+    conn.execute(
+        "ALTER TABLE object_state "
+        + ", ".join(f"DROP COLUMN IF EXISTS {column}" for column in TYPED_COLUMNS)
+    )
+
+
 def searches(site: str) -> dict[str, dict[str, tuple]]:
     """Each search, as each layout writes it: ``{name: {table: (sql, params)}}``."""
     subtree = (site, site + "/", site + "0")
@@ -123,6 +162,13 @@ def searches(site: str) -> dict[str, dict[str, tuple]]:
             window.format(t="probe_plain", w=plain_where + plain_cond),
             (*subtree, roles),
         )
+        typed_where = "idx IS NOT NULL AND " + plain_where.replace(
+            "allowed", "probe_allowed"
+        )
+        found[name]["typed"] = (
+            window.format(t="object_state", w=typed_where + "probe_" + plain_cond),
+            (*subtree, roles),
+        )
     found["count(*) of portal_type=Document"] = {
         "object_state": (
             "SELECT count(*) FROM object_state WHERE idx IS NOT NULL"
@@ -138,6 +184,11 @@ def searches(site: str) -> dict[str, dict[str, tuple]]:
             "SELECT count(*) FROM probe_plain WHERE portal_type = 'Document'",
             (),
         ),
+        "typed": (
+            "SELECT count(*) FROM object_state WHERE idx IS NOT NULL"
+            " AND probe_portal_type = 'Document'",
+            (),
+        ),
     }
     return found
 
@@ -150,6 +201,7 @@ def main(dsn: str) -> None:
         print(f"object_state: {total} rows, {cataloged} cataloged")
         build_dense(conn)
         build_plain(conn)
+        add_typed(conn)
         site = conn.execute(
             "SELECT path FROM object_state WHERE idx IS NOT NULL"
             " ORDER BY path_depth LIMIT 1"
@@ -172,6 +224,7 @@ def main(dsn: str) -> None:
                     f" {statistics.median(times[WARMUP:]):7.2f} ms,"
                     f" matches {rows[0][-1] if rows else 0}, {buffers}"
                 )
+        drop_typed(conn)
 
 
 if __name__ == "__main__":

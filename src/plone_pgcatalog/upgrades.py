@@ -4,7 +4,9 @@ Owns: bringing a site's catalog from one schema version
 (``schema.SCHEMA_VERSION``) to the next.  DDL itself needs no step:
 zodb-pgjsonb applies the new, idempotent ``schema.BASE_DDL`` before the
 first write transaction after a restart.  A step is needed when the stored
-forms change and rows must be rewritten.
+forms change and rows must be rewritten, or when DDL would hold the table
+long under an exclusive lock (a column's new type): an operator chooses
+when that happens, a restart does not.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from plone_pgcatalog.interfaces import IPGCatalogTool
 from Products.CMFCore.utils import getToolByName
 
 import logging
-
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,6 @@ def to_3(setup_tool) -> None:
         return
     catalog.clearFindAndRebuild()
     logger.info("plone_pgcatalog 3: %d objects cataloged again", len(catalog))
-
 
 
 def to_4(setup_tool) -> None:

@@ -148,10 +148,13 @@ def test_a_cataloged_row_is_read_without_toast(pg_layer):
     transaction.commit()
     zoid = int.from_bytes(page._p_oid, "big")
     with _database(portal) as conn:
-        assert conn.execute(
-            "SELECT octet_length(idx::text) FROM object_state WHERE zoid = %s",
-            (zoid,),
-        ).fetchone()[0] > 3000
+        assert (
+            conn.execute(
+                "SELECT octet_length(idx::text) FROM object_state WHERE zoid = %s",
+                (zoid,),
+            ).fetchone()[0]
+            > 3000
+        )
         columns = (
             "length(path), length(parent_path), length(class_mod),"
             " cardinality(refs), idx -> 'portal_type'"
@@ -225,12 +228,13 @@ def test_3_to_4_makes_meta_json_and_version_3_rows_stay_readable(pg_layer):
     finally:
         if _meta_type(portal) != "json":
             catalog._defer_ddl(
-                sql.SQL(schema.BASE_DDL) + sql.SQL(
-                    "; ALTER TABLE object_state ALTER COLUMN meta TYPE json"
-                ),
+                sql.SQL(schema.BASE_DDL)
+                + sql.SQL("; ALTER TABLE object_state ALTER COLUMN meta TYPE json"),
                 "test: meta back to json",
             )
             api.content.create(container=portal, type="Document", id="m3")
             transaction.commit()
-        api.content.delete(objects=[portal[i] for i in ("m1", "m2", "m3") if i in portal])
+        api.content.delete(
+            objects=[portal[i] for i in ("m1", "m2", "m3") if i in portal]
+        )
         transaction.commit()
