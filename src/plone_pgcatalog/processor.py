@@ -80,7 +80,7 @@ _CLEAR_WHERE = sql.SQL(
 # row.  A row that was not cataloged yet gets its path and metadata too
 # (ZCatalog catalogs a new object with the given indexes only).  SET
 # expressions read the old row.  ``s.meta::json``: until the upgrade to
-# schema 4 has run, ``meta`` may still be ``jsonb`` (``schema.META_TO_JSON``).
+# schema 4 has run, ``meta`` may still be ``jsonb`` (``schema.meta_to_json``).
 _PATCH_ROWS = sql.SQL(
     "UPDATE object_state AS s SET"
     " path = COALESCE(s.path, p.path),"
