@@ -61,8 +61,8 @@ class IIndexTranslator(Interface):
         has no results.
 
         A translator may also offer ``sort_presence(index)``: the SQL
-        condition of rows that have a sort value (default: the index's key
-        in ``idx``), or None when every row has one.
+        condition of rows that have a sort value (default: ``idx`` has the
+        index's key), or None when every row has one.
 
         A translator may also offer ``relevance(index, query, context)``
         returning ``(sql.Composable, params)`` of an integer score; a

@@ -608,6 +608,13 @@ class RecurringDateTranslator(KeywordTranslator):
         bounds.append(clause)
         return sql.SQL(" AND ").join(bounds), [*values, *params]
 
+    def sort_presence(self, index):
+        # Only objects with occurrences have the key (events among all
+        # content): written so that the partial indexes of those objects
+        # (``schema``: ``... IS NOT NULL``) can answer it, unlike the
+        # default (``query._has_key``).
+        return json_key(index.getId()) + sql.SQL(" IS NOT NULL")
+
     def sort_expressions(self, index):
         # ZCatalog sorts on the tuple of occurrences: the first one, then
         # the others, as Python compares tuples (PostgreSQL arrays too).

@@ -126,6 +126,13 @@ def test_recurring_dates_sort_on_the_tuple_of_occurrences():
     assert "ORDER BY ((idx -> 'start') -> 0) ASC, ARRAY(SELECT e::bigint" in text
 
 
+def test_recurring_dates_sort_keeps_objects_with_occurrences_by_their_index():
+    # Few objects have occurrences: the condition is the predicate of their
+    # partial indexes (schema), which can then find them.
+    text, _ = _translate({"sort_on": "start"})
+    assert "(idx -> 'start') IS NOT NULL" in text
+
+
 def test_keyword_not_only_excludes_every_listed_keyword():
     text, values = _translate({"Subject": {"not": ["a", "b"]}})
     assert "NOT COALESCE((idx -> 'Subject') ?| %s, FALSE) AND ((idx -> 'Subject') IS NOT NULL" in text
