@@ -1,24 +1,34 @@
-"""Zope start-up: register the catalog's state processor on the storage.
+"""Zope start-up: prepare the databases on zodb-pgjsonb for the catalog.
 
-Owns: the subscriber that runs when Zope opens its databases.  On a
-zodb-pgjsonb storage it registers ``CatalogStateProcessor`` (which also
-queues the catalog's base DDL for the first write transaction).  Other
-storages are left alone; a site whose catalog is a PGCatalogTool on such
-a storage gets a clear error when the catalog is used.
+Owns: the subscriber that runs when Zope opens its databases, and
+``prepare_database``, which the test layers call too.  On a zodb-pgjsonb
+storage it registers ``CatalogStateProcessor`` (which also queues the
+catalog's base DDL for the first write transaction) and makes the
+database load ``pytz.utc`` zones as they were stored (``timezones``).
+Other storages are left alone; a site whose catalog is a PGCatalogTool on
+such a storage gets a clear error when the catalog is used.
 """
 
 from __future__ import annotations
 
 from plone_pgcatalog import processor
+from plone_pgcatalog import timezones
 
 import logging
 
-
 logger = logging.getLogger(__name__)
+
+
+def prepare_database(db) -> bool:
+    """Prepare ``db`` if its storage is zodb-pgjsonb; say whether it is."""
+    if processor.register(db.storage) is None:
+        return False
+    timezones.restore_pytz_utc(db)
+    return True
 
 
 def register_processor(event) -> None:
     db = event.database
     for name, database in (getattr(db, "databases", None) or {"": db}).items():
-        if processor.register(database.storage) is not None:
+        if prepare_database(database):
             logger.info("plone_pgcatalog: state processor on database %r", name)

@@ -42,6 +42,7 @@ from plone.testing.zope import addRequestContainer
 from plone_pgcatalog import embedded
 from plone_pgcatalog import processor
 from plone_pgcatalog import snapshots
+from plone_pgcatalog import startup
 from psycopg import sql
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
@@ -122,13 +123,16 @@ class DatabaseSnapshot:
 
 
 def open_db(dsn: str):
-    """A ``ZODB.DB`` on a new zodb-pgjsonb storage with the catalog processor."""
+    """A ``ZODB.DB`` on a new zodb-pgjsonb storage, prepared as Zope's start-up
+    prepares it (the catalog processor, ``pytz.utc`` zones)."""
     from ZODB.DB import DB
     from zodb_pgjsonb.storage import PGJsonbStorage
 
     storage = PGJsonbStorage(dsn, cache_warm_pct=0)
     processor.register(storage)
-    return DB(storage)
+    db = DB(storage)
+    startup.prepare_database(db)
+    return db
 
 
 def create_site(app, extension_profiles) -> None:

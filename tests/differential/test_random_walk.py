@@ -32,7 +32,7 @@ from tests.conftest import collect_in
 from tests.differential.content import become
 from tests.differential.content import MEMBER
 from tests.differential.content import MEMBER_PASSWORD
-from tests.differential.content import VIENNA
+from tests.differential.content import event_zone
 
 import copy
 import pytest
@@ -210,10 +210,12 @@ def op_create(walk: Walk) -> None:
             _html(*walk.words(2)), "text/html", "text/x-html-safe"
         )
     if portal_type == "Event":
-        start = VIENNA.localize(
+        start = event_zone(walk.counter).localize(
             datetime(2031, 1 + walk.counter % 12, 1 + walk.counter % 28, 10)
         )
         fields.update(start=start, end=start + timedelta(hours=2))
+        if walk.counter % 2:
+            fields["recurrence"] = "RRULE:FREQ=WEEKLY;COUNT=3"
     walk.note(f"create {portal_type} {new_id} in /{parent} {fields['title']!r}")
     walk.touch(parent)
     obj = api.content.create(
