@@ -69,7 +69,9 @@ def object_moved(obj, event) -> None:
         if aq_base(old_parent) is aq_base(new_parent):
             return  # a rename: plone.folder keeps the position
     # Only ordered content folders matter (not, say, portlet mappings).
-    if IOrderableFolder.providedBy(new_parent) and pg_catalog(new_parent) is not None:
-        current_pending(create=True).mark_added(new_parent)
+    if IOrderableFolder.providedBy(new_parent):
+        catalog = pg_catalog(new_parent)
+        if catalog is not None:
+            catalog._pending().mark_added(new_parent)
     if IOrderableFolder.providedBy(old_parent):
         _record(old_parent)

@@ -12,6 +12,7 @@ for ``query.Overlay``, which builds the SQL).
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from collections.abc import Iterable
 from dataclasses import replace
 from plone_pgcatalog.extraction import CatalogPatch
@@ -284,15 +285,32 @@ class PendingSavepoint:
         self.pending.moves = list(self.moves)
 
 
-def current_pending(create: bool = False) -> PendingCatalog | None:
-    """The pending catalog changes of this thread's current transaction."""
-    txn = transaction.get()
+def current_pending() -> PendingCatalog | None:
+    """The pending catalog changes of this thread's current transaction,
+    if it has any."""
     try:
-        return txn.data(_KEY)
+        return transaction.get().data(_KEY)
     except KeyError:
-        if not create:
-            return None
-    pending = PendingCatalog(txn)
-    txn.join(pending)
-    txn.set_data(_KEY, pending)
+        return None
+
+
+def pending_changes(
+    read_stored_paths: Callable[[PendingCatalog], None],
+) -> PendingCatalog:
+    """The pending catalog changes of this thread's current transaction,
+    created on first use: the one way to create them.
+
+    A new store joins the transaction (savepoints, abort) and, before the
+    commit, reads the final positions of reordered folders, then calls
+    ``read_stored_paths(pending)`` (the tool reads there where the rows its
+    catalog-only writes replace are stored, ``PendingCatalog.read_paths``).
+    Whichever change comes first in a transaction, the same hooks are set.
+    """
+    pending = current_pending()
+    if pending is None:
+        txn = transaction.get()
+        pending = PendingCatalog(txn)
+        txn.addBeforeCommitHook(read_stored_paths, (pending,))
+        txn.join(pending)
+        txn.set_data(_KEY, pending)
     return pending

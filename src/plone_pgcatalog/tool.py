@@ -47,6 +47,7 @@ from plone_pgcatalog.indexes import index_data
 from plone_pgcatalog.indexes import IndexMapping
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.pending import pending_changes
 from plone_pgcatalog.query import build_query
 from plone_pgcatalog.query import Overlay
 from plone_pgcatalog.query import QueryContext
@@ -65,6 +66,7 @@ from zExceptions import BadRequest
 from zope.component import queryMultiAdapter
 from zope.interface import implementer
 
+import functools
 import hashlib
 import logging
 import psycopg
@@ -311,11 +313,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """
         processor.register(self._storage())
         connection.join_transaction(self)
-        pending = current_pending()
-        if pending is None:
-            pending = current_pending(create=True)
-            transaction.get().addBeforeCommitHook(_read_replaced_paths, (self, pending))
-        return pending
+        return pending_changes(functools.partial(_read_replaced_paths, self))
 
     @security.protected(manage_zcatalog_entries)
     def catalog_object(
@@ -458,9 +456,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """Remove every row of this site from the catalog (at commit)."""
         self._pending().uncatalog_subtree(self._site_path())
         if REQUEST and RESPONSE:
-            RESPONSE.redirect(
-                URL1 + "/manage_catalogAdvanced?manage_tabs_message=Catalog%20Cleared"
-            )
+            _back_to_zmi(RESPONSE, URL1, "Catalog Cleared")
 
     # -- maintenance -------------------------------------------------------------
     # ZCatalog's signatures; the bodies are in ``maintenance``.
@@ -495,10 +491,7 @@ class PGCatalogTool(UniqueObject, Folder):
             raise BadRequest("No items specified")
         self.reindexIndex(ids, REQUEST, maintenance.ProgressLogHandler())
         if REQUEST and RESPONSE:
-            RESPONSE.redirect(
-                URL1
-                + "/manage_catalogIndexes?manage_tabs_message=Reindexing%20Performed"
-            )
+            _back_to_zmi(RESPONSE, URL1, "Reindexing Performed")
 
     # -- query path -------------------------------------------------------------
 
@@ -747,19 +740,30 @@ class PGCatalogTool(UniqueObject, Folder):
 
 
 def _timed(work, message: str, RESPONSE, URL1) -> None:
-    """Run ``work``; redirect to the ZMI's Advanced tab with its times
-    (ZCatalog's message of its maintenance buttons)."""
+    """Run ``work``; back to the ZMI with its times (ZCatalog's message of
+    its maintenance buttons)."""
     elapse = time.time()
     c_elapse = time.process_time()
     work()
     elapse = time.time() - elapse
     c_elapse = time.process_time() - c_elapse
     if RESPONSE is not None:
-        RESPONSE.redirect(
-            URL1
-            + "/manage_catalogAdvanced?manage_tabs_message="
-            + quote(f"{message}\nTotal time: {elapse!r}\nTotal CPU time: {c_elapse!r}")
+        _back_to_zmi(
+            RESPONSE,
+            URL1,
+            f"{message}\nTotal time: {elapse!r}\nTotal CPU time: {c_elapse!r}",
         )
+
+
+#: Where the ZMI's maintenance buttons lead back to: the tool's own tab
+#: (Folder's Contents), which shows ``manage_tabs_message``.  ZCatalog's
+#: buttons lead to its Advanced and Indexes tabs, which this tool does not
+#: have (yet).
+_ZMI_PAGE = "manage_main"
+
+
+def _back_to_zmi(RESPONSE, URL1: str, message: str) -> None:
+    RESPONSE.redirect(f"{URL1}/{_ZMI_PAGE}?manage_tabs_message={quote(message)}")
 
 
 _FOUND = "plone_pgcatalog.found"

@@ -45,7 +45,10 @@ def _pages(portal):
     setRoles(portal, TEST_USER_ID, ["Manager"])
     for i in (1, 2, 3):
         api.content.create(
-            container=portal, type="Document", id=f"p{i}", title=f"Old {i}",
+            container=portal,
+            type="Document",
+            id=f"p{i}",
+            title=f"Old {i}",
             subject=("a",),
         )
     transaction.commit()
@@ -188,8 +191,11 @@ def test_clear_find_and_rebuild_logs_rate_and_eta(pg_layer, caplog):
     with caplog.at_level(logging.INFO, logger="plone_pgcatalog.maintenance"):
         catalog.clearFindAndRebuild(pghandler=ProgressLogHandler(steps=2))
     transaction.commit()
-    lines = [r.getMessage() for r in caplog.records
-             if r.name == "plone_pgcatalog.maintenance"]
+    lines = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "plone_pgcatalog.maintenance"
+    ]
     assert any("objects/s" in line and "ETA" in line for line in lines), lines
     assert _find(Subject="a") == ["p1", "p2", "p3"]
 
@@ -227,7 +233,7 @@ def test_manage_reindex_index_redirects_and_needs_ids(pg_layer):
         ids=["Title"], REQUEST={"x": 1}, RESPONSE=response, URL1="http://x/pc"
     )
     transaction.commit()
-    assert response.location.startswith("http://x/pc/manage_catalogIndexes?")
+    assert response.location.startswith("http://x/pc/manage_main?")
     assert _find(Title="Lighthouse") == ["p1"]
     assert _find(Subject="b") == []
 
@@ -239,7 +245,7 @@ def test_manage_catalog_reindex_refreshes_and_redirects(pg_layer):
     response = Response()
     catalog.manage_catalogReindex(None, response, "http://x/pc")
     transaction.commit()
-    assert response.location.startswith("http://x/pc/manage_catalogAdvanced?")
+    assert response.location.startswith("http://x/pc/manage_main?")
     assert _find(Title="Lighthouse", Subject="b") == ["p1"]
 
 
@@ -249,5 +255,30 @@ def test_manage_catalog_clear_redirects(pg_layer):
     response = Response()
     catalog.manage_catalogClear({"x": 1}, response, "http://x/pc")
     transaction.commit()
-    assert response.location.startswith("http://x/pc/manage_catalogAdvanced?")
+    assert response.location.startswith("http://x/pc/manage_main?")
     assert _paths(catalog) == []
+
+
+@pytest.mark.parametrize(
+    "button, message",
+    [
+        ("manage_catalogRebuild", "Catalog Rebuilt"),
+        ("manage_catalogReindex", "Catalog Updated"),
+        ("manage_catalogClear", "Catalog Cleared"),
+        ("manage_reindexIndex?ids:list=Title", "Reindexing Performed"),
+    ],
+)
+def test_a_zmi_button_leads_to_a_page_that_shows_its_message(pg_layer, button, message):
+    """Through the publisher, as the ZMI's form does: the redirect lands on
+    a page of the tool that exists and shows what was done."""
+    from plone.app.testing import SITE_OWNER_NAME
+    from plone.app.testing import SITE_OWNER_PASSWORD
+    from tests.integration.test_real_consumers import browser_for
+
+    _pages(pg_layer["portal"])
+    transaction.commit()
+    with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
+        browser.open(f"http://nohost/plone/portal_catalog/{button}")
+        assert browser.headers["status"].startswith("200")
+        assert browser.url.startswith("http://nohost/plone/portal_catalog/manage_main?")
+        assert message in browser.contents

@@ -281,6 +281,27 @@ def test_a_reindex_of_a_page_removed_meanwhile_conflicts(pg_layer):
     assert _found(portal) == _committed_rows(portal)
 
 
+def test_a_reindex_after_an_ordering_change_conflicts_with_a_removal(pg_layer):
+    """The transaction's first catalog change is an item added to another
+    folder (the ordering subscriber notes it): the removal of the
+    reindexed page meanwhile must still make the commit conflict."""
+    portal = pg_layer["portal"]
+    _site(portal)
+    api.content.create(container=portal, type="Folder", id="g", title="G")
+    transaction.commit()
+    api.content.create(container=portal.g, type="Document", id="c", title="C")
+    page = portal.f.a
+    page.reindexObject(idxs=["Title"])
+    processQueue()
+    _in_other_thread(pg_layer["pgdb"], lambda p: _remove_without_storing(p, "f", "a"))
+    with pytest.raises(ConflictError) as info:
+        transaction.commit()
+    assert info.value.oid == page._p_oid
+    transaction.abort()
+    assert "/plone/f/a" not in _committed_rows(portal)
+    assert _found(portal) == _committed_rows(portal)
+
+
 def test_a_reindex_of_a_page_moved_meanwhile_conflicts(pg_layer):
     """Another transaction renames the page's folder (the rows of its
     contents are relocated; a page stores nothing of its path): this one's
