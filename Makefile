@@ -50,12 +50,17 @@ bench: $(BIN)/python
 	$(BIN)/python -m pip install -q -c constraints.txt -e ".[test,run,bench]"
 	$(BIN)/python benchmarks/run.py --docs $(DOCS) $(BENCH_ARGS)
 
+# The checkers are pinned: a new release must not fail CI on unchanged code.
+LINTERS := black==26.10.1 isort==9.0.2 flake8==7.5.0 codespell==2.4.3 \
+	zpretty==4.0.3
+
 lint: install
-	$(BIN)/python -m pip install -q black isort flake8 codespell zpretty
+	$(BIN)/python -m pip install -q $(LINTERS)
 	$(BIN)/black --check src tests
 	$(BIN)/isort --check-only src tests
 	$(BIN)/flake8 src tests
 	$(BIN)/codespell src tests README.rst CHANGES.rst
+	find src -name '*.zcml' -o -name '*.xml' | xargs $(BIN)/zpretty --check
 
 constraints: install
 	{ grep '^#' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable; } \

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-
 _ACTIVE: list = []
 
 
@@ -47,6 +46,11 @@ def run_in(layer):
     try:
         yield layer
     finally:
+        # Objects the request holds may load state when they go (PlonePAS's
+        # CleanupTemp): let them go while the site's connection is open.
+        request = layer.get("request")
+        if request is not None:
+            request.close()
         for item in reversed(chain):
             item.testTearDown()
 

@@ -25,14 +25,13 @@ from Products.ZCatalog.interfaces import ICatalogBrain
 from zope.globalrequest import getRequest
 from zope.interface import implementer
 from zope.interface.common.sequence import IFiniteSequence
-from ZTUtils.Lazy import Lazy
 from ZPublisher.BaseRequest import RequestContainer
+from ZTUtils.Lazy import Lazy
 
 import logging
 import Missing
 import transaction
 import weakref
-
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +58,8 @@ class MetadataBatch:
         if zoid not in self._rows:
             size = max(self.FIRST_WINDOW, len(self._rows))
             window = [
-                z for z in self._zoids[position : position + size]
+                z
+                for z in self._zoids[position : position + size]
                 if z not in self._rows
             ]
             loaded = self._load(window)

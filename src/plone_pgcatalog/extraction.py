@@ -12,15 +12,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import replace
 from plone_pgcatalog import metadata
-from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.fulltext import text_config
+from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_depth
+from plone_pgcatalog.registry import get_translator
 from Products.ZCatalog.Catalog import safe_callable
 
 import logging
 import Missing
-
 
 logger = logging.getLogger(__name__)
 

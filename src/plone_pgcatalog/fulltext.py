@@ -15,11 +15,11 @@ Pure: no database, no Zope.
 
 from __future__ import annotations
 
-import re
-import unicodedata
-
+from dataclasses import dataclass
 from plone.i18n.normalizer.base import baseNormalize
 
+import re
+import unicodedata
 
 # As ZCTextIndex's tokenizer: parentheses, phrases and words, each
 # optionally led by "-" (NOT).
@@ -41,12 +41,30 @@ def fold(text: str) -> str:
 #: Language codes (the part before any "-") and the snowball text search
 #: configuration PostgreSQL 15 and newer ship for them.
 _CONFIGS = {
-    "ar": "arabic", "da": "danish", "de": "german", "el": "greek",
-    "en": "english", "es": "spanish", "fi": "finnish", "fr": "french",
-    "ga": "irish", "hu": "hungarian", "id": "indonesian", "it": "italian",
-    "lt": "lithuanian", "nb": "norwegian", "ne": "nepali", "nl": "dutch",
-    "nn": "norwegian", "no": "norwegian", "pt": "portuguese", "ro": "romanian",
-    "ru": "russian", "sr": "serbian", "sv": "swedish", "ta": "tamil",
+    "ar": "arabic",
+    "da": "danish",
+    "de": "german",
+    "el": "greek",
+    "en": "english",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "ga": "irish",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "it": "italian",
+    "lt": "lithuanian",
+    "nb": "norwegian",
+    "ne": "nepali",
+    "nl": "dutch",
+    "nn": "norwegian",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "sv": "swedish",
+    "ta": "tamil",
     "tr": "turkish",
 }
 
@@ -77,58 +95,60 @@ def index_text(text: str) -> str:
     return " ".join(words(text.replace("\x00", " ")))
 
 
-def _term(token: str, weight: str) -> str | None:
-    """One query token (a word, a glob or a phrase) as tsquery text.
+@dataclass(frozen=True)
+class Term:
+    """A word, or words in a row: a "quoted phrase", or a word that
+    punctuation splits (``Plone-Konferenz``, as ZCTextIndex splits it).
+    ``prefix``: the last word matches every word that starts with it."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+
+
+@dataclass(frozen=True)
+class Not:
+    operand: Node
+
+
+@dataclass(frozen=True)
+class And:
+    operands: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    operands: tuple[Node, ...]
+
+
+#: A parsed search string.
+Node = Term | Not | And | Or
+
+
+def _term(token: str) -> Term | None:
+    """One query token (a word, a glob or a phrase), or None without words.
 
     A glob (``*`` or ``?``) matches words that start with what comes before
     its first wildcard: for ``?`` and inner wildcards a superset of
     ZCTextIndex's matches, as a tsquery knows only prefixes.
     """
-    label = ":" + weight if weight else ""
     if token.startswith('"'):
-        parts = [part + label for part in words(token.strip('"'))]
-        return "(" + " <-> ".join(parts) + ")" if parts else None
+        found = words(token.strip('"'))
+        return Term(tuple(found)) if found else None
     glob = _GLOB.search(token)
-    parts = words(token[: glob.start()] if glob else token)
-    if not parts:
-        return None
-    parts = [part + label for part in parts]
-    if glob:
-        parts[-1] = parts[-1].replace(label, "") + ":*" + weight
-    return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+    found = words(token[: glob.start()] if glob else token)
+    return Term(tuple(found), prefix=glob is not None) if found else None
 
 
-_SYNTAX = frozenset({"&", "|", "!", "(", ")"})
-
-
-def _has_positive_term(parts: list[str]) -> bool:
-    """Whether some term is not negated: a query of only ``NOT`` terms
-    would match every object (ZCTextIndex refuses it)."""
-    negated_groups = [False]
-    previous = None
-    for part in parts:
-        if part == "(":
-            negated_groups.append(previous == "!" or negated_groups[-1])
-        elif part == ")":
-            negated_groups.pop()
-        elif part not in _SYNTAX:
-            if previous != "!" and not negated_groups[-1]:
-                return True
-        previous = part
-    return False
-
-
-def to_tsquery_text(text: str, weight: str = "") -> str | None:
-    """Translate a ZCTextIndex search string into tsquery text.
+def _repaired_tokens(text: str) -> list:
+    """The tokens of ``text`` as a valid tsquery: ``Term`` operands and the
+    operators ``&``, ``|``, ``!``, ``(``, ``)``.
 
     Adjacent terms are ANDed as in ZCTextIndex; operators are recognized
     in any case, a leading ``-`` negates a term.  Where ZCTextIndex raises
     ParseError (a lone or dangling operator, unbalanced parentheses), the
-    stray syntax is dropped instead.  Returns ``None`` when nothing
-    searchable is left (only stop characters, or only negated terms).
-    ``weight`` (A-D) restricts every word to lexemes of that weight.
+    stray syntax is dropped instead.
     """
-    out: list[str] = []
+    out: list = []
     depth = 0
 
     def expects_operand() -> bool:
@@ -163,7 +183,7 @@ def to_tsquery_text(text: str, weight: str = "") -> str | None:
             depth -= 1
             continue
         negate = token.startswith("-") and len(token) > 1
-        term = _term(token[1:] if negate else token, weight)
+        term = _term(token[1:] if negate else token)
         if term is None:
             continue
         if not expects_operand():
@@ -175,6 +195,114 @@ def to_tsquery_text(text: str, weight: str = "") -> str | None:
         if out.pop() == "(":
             depth -= 1
     out.extend(")" * depth)
-    if not _has_positive_term(out):
+    return out
+
+
+def _tree(tokens: list) -> Node:
+    """The tree of repaired tokens, with tsquery's precedence (``!`` binds
+    tighter than ``&``, ``&`` tighter than ``|``)."""
+    position = 0
+
+    def either() -> Node:
+        nonlocal position
+        operands = [both()]
+        while position < len(tokens) and tokens[position] == "|":
+            position += 1
+            operands.append(both())
+        return _joined(Or, operands)
+
+    def both() -> Node:
+        nonlocal position
+        operands = [single()]
+        while position < len(tokens) and tokens[position] == "&":
+            position += 1
+            operands.append(single())
+        return _joined(And, operands)
+
+    def single() -> Node:
+        nonlocal position
+        token = tokens[position]
+        position += 1
+        if token == "!":
+            return Not(single())
+        if token == "(":
+            node = either()
+            position += 1  # its ")": repaired tokens are balanced
+            return node
+        return token
+
+    return either()
+
+
+def _joined(kind: type[And] | type[Or], operands: list[Node]) -> Node:
+    """``operands`` joined by ``kind``; nested nodes of that kind merge
+    (``a & (b & c)`` is ``a & b & c``)."""
+    flat: list[Node] = []
+    for operand in operands:
+        flat.extend(operand.operands if isinstance(operand, kind) else (operand,))
+    return flat[0] if len(flat) == 1 else kind(tuple(flat))
+
+
+def _has_positive_term(node: Node) -> bool:
+    """Whether some term is not negated: a query of only ``NOT`` terms
+    would match every object (ZCTextIndex refuses it)."""
+    if isinstance(node, Term):
+        return True
+    if isinstance(node, Not):
+        return False
+    return any(_has_positive_term(operand) for operand in node.operands)
+
+
+def has_negation(node: Node) -> bool:
+    """Whether ``node`` negates anything."""
+    if isinstance(node, Term):
+        return False
+    if isinstance(node, Not):
+        return True
+    return any(has_negation(operand) for operand in node.operands)
+
+
+def parse_text_query(text: str) -> Node | None:
+    """The tree of a ZCTextIndex search string (see ``_repaired_tokens``).
+
+    ``None`` when nothing searchable is left (only stop characters, or only
+    negated terms).
+    """
+    tokens = _repaired_tokens(text)
+    if not tokens:
         return None
-    return " ".join(out)
+    tree = _tree(tokens)
+    return tree if _has_positive_term(tree) else None
+
+
+def tsquery_text(node: Node, weight: str = "") -> str:
+    """``node`` as the text of a ``tsquery``.
+
+    ``weight`` (A-D) restricts every word to lexemes of that weight.
+    """
+    if isinstance(node, Term):
+        label = ":" + weight if weight else ""
+        parts = [word + label for word in node.words]
+        if node.prefix:
+            parts[-1] = node.words[-1] + ":*" + weight
+        return parts[0] if len(parts) == 1 else "(" + " <-> ".join(parts) + ")"
+    if isinstance(node, Not):
+        return "! " + _operand_text(node.operand, weight, (And, Or))
+    if isinstance(node, And):
+        return " & ".join(_operand_text(op, weight, (Or,)) for op in node.operands)
+    return " | ".join(tsquery_text(operand, weight) for operand in node.operands)
+
+
+def _operand_text(node: Node, weight: str, grouped: tuple[type, ...]) -> str:
+    text = tsquery_text(node, weight)
+    return "( " + text + " )" if isinstance(node, grouped) else text
+
+
+def to_tsquery_text(text: str, weight: str = "") -> str | None:
+    """Translate a ZCTextIndex search string into tsquery text.
+
+    ``None`` when nothing searchable is left (``parse_text_query``);
+    ``weight`` (A-D) restricts every word to lexemes of that weight.
+    """
+    tree = parse_text_query(text)
+    return None if tree is None else tsquery_text(tree, weight)

@@ -587,7 +587,9 @@ class ValueIndexView(DataIndexView):
         else:
 
             def compute():
-                return _sorted(self._decode(value, rows) for value in self._values(rows))
+                return _sorted(
+                    self._decode(value, rows) for value in self._values(rows)
+                )
 
         return iter(snapshots.unique_values.get(key, compute))
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
+from OFS.interfaces import IObjectWillBeMovedEvent
 from plone_pgcatalog.ordering import pg_catalog
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
@@ -46,7 +47,6 @@ from Products.CMFCore.indexing import REINDEX
 from Products.CMFCore.indexing import UNINDEX
 from Products.CMFCore.utils import getToolByName
 from zope.lifecycleevent.interfaces import IObjectMovedEvent
-from OFS.interfaces import IObjectWillBeMovedEvent
 from zope.proxy import getProxiedObject
 from zope.proxy import isProxy
 

@@ -35,7 +35,6 @@ from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-
 _NOT_A_QUERY = frozenset(
     {"sort_on", "sort_order", "sort_limit", "b_start", "b_size", "show_inactive"}
 )
@@ -126,7 +125,9 @@ class Overlay:
             keep = "NOT ({} AND tid <= %s AND NOT zoid = ANY(%s::bigint[]))"
             hidden.append(sql.SQL(keep).format(clause))
             hidden_params += [*values, since, kept]
-        columns = "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
+        columns = (
+            "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
+        )
         stored_rows = sql.SQL(
             columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
         )
@@ -217,7 +218,7 @@ class Overlay:
                 *gone_params,
             ]
         pending = sql.SQL(
-            "SELECT p.zoid, p.path COLLATE \"C\", p.parent_path COLLATE \"C\","
+            'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
             " p.path_depth, p.idx, {vector}"
             " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
             " parent_path text, path_depth integer, idx jsonb,"
@@ -513,7 +514,7 @@ def build_query(
     if b_size is not None and (b_start < 0 or b_size < 0):
         python_slice = (b_start, b_start + b_size)
         b_start, b_size = 0, None
-    source, source_params = (overlay.source() if overlay else (_TABLE, ()))
+    source, source_params = overlay.source() if overlay else (_TABLE, ())
     return SearchSQL(
         where=sql.SQL(" AND ").join(clauses),
         params=tuple(params),

@@ -21,8 +21,13 @@ from DateTime import DateTime
 from DateTime.interfaces import DateTimeError
 from plone_pgcatalog.errors import date_error
 from plone_pgcatalog.errors import QueryError
+from plone_pgcatalog.fulltext import And
+from plone_pgcatalog.fulltext import has_negation
 from plone_pgcatalog.fulltext import index_text
-from plone_pgcatalog.fulltext import to_tsquery_text
+from plone_pgcatalog.fulltext import Node
+from plone_pgcatalog.fulltext import Not
+from plone_pgcatalog.fulltext import parse_text_query
+from plone_pgcatalog.fulltext import tsquery_text
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
@@ -36,8 +41,6 @@ from zope.interface import implementer
 import datetime
 import functools
 import math
-
-
 
 #: The column that holds the catalog's index values.
 IDX = sql.Identifier("idx")
@@ -97,11 +100,15 @@ def query_value(index_name: str, value):
             query_value(index_name, item)
     elif isinstance(value, str):
         if "\x00" in value:
-            raise QueryError(f"index {index_name!r}: {value!r} contains a NUL character")
+            raise QueryError(
+                f"index {index_name!r}: {value!r} contains a NUL character"
+            )
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise QueryError(f"index {index_name!r}: {value!r} is not valid Unicode") from exc
+            raise QueryError(
+                f"index {index_name!r}: {value!r} is not valid Unicode"
+            ) from exc
     elif isinstance(value, float) and not math.isfinite(value):
         raise QueryError(f"index {index_name!r}: {value!r} is not a finite number")
     return value
@@ -149,7 +156,9 @@ def _bounds(json_expr, text_expr, name: str, keys: list, range_spec: str):
     return sql.SQL(" AND ").join(parts), params
 
 
-def _range_clause(name: str, keys: list, range_spec: str) -> tuple[sql.Composable, list]:
+def _range_clause(
+    name: str, keys: list, range_spec: str
+) -> tuple[sql.Composable, list]:
     """Objects whose value of index ``name`` lies in the range."""
     bounds, params = _bounds(json_key(name), text_key(name), name, keys, range_spec)
     return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), bounds), params
@@ -282,9 +291,7 @@ class BooleanTranslator(FieldTranslator):
         # BooleanIndex answers with its first value only (Python truth).
         if not query.keys:
             return None
-        return json_key(index.getId()) + sql.SQL(" = %s"), [
-            Jsonb(bool(query.keys[0]))
-        ]
+        return json_key(index.getId()) + sql.SQL(" = %s"), [Jsonb(bool(query.keys[0]))]
 
 
 @implementer(IIndexTranslator)
@@ -315,15 +322,23 @@ class KeywordTranslator:
         every keyword of the site's catalog in the range (UnIndex intersects
         the objects of each keyword it finds in the range)."""
         bounds, params = _bounds(
-            sql.SQL("e.k"), sql.SQL("((e.k #>> '{}') COLLATE \"C\")"), name, keys, range_spec
+            sql.SQL("e.k"),
+            sql.SQL("((e.k #>> '{}') COLLATE \"C\")"),
+            name,
+            keys,
+            range_spec,
         )
         if not all_of:
             exists = sql.SQL(
-                "EXISTS (SELECT 1 FROM jsonb_array_elements({key}) AS e(k) WHERE {bounds})"
+                "EXISTS (SELECT 1 FROM jsonb_array_elements({key}) AS e(k)"
+                " WHERE {bounds})"
             ).format(key=json_key(name), bounds=bounds)
-            return sql.SQL("jsonb_typeof({}) = 'array' AND {}").format(
-                json_key(name), exists
-            ), params
+            return (
+                sql.SQL("jsonb_typeof({}) = 'array' AND {}").format(
+                    json_key(name), exists
+                ),
+                params,
+            )
         # Unqualified columns in the subquery are those of "o"; the row
         # being tested is "object_state" (the outer query's name for it).
         site, site_params = path_clause(context.site_path, -1)
@@ -404,9 +419,11 @@ class DateRangeTranslator:
         return values
 
     def where(self, index, query, context):
-        if not query.keys:
-            return None
         name = index.getId()
+        if not query.keys:
+            # DateRangeIndex reads ``keys[0]`` whatever it was given: ZCatalog
+            # fails with IndexError on ``{}`` or ``[]``.
+            raise QueryError(f"index {name!r}: no date to test, got {query.keys!r}")
         # ZCatalog takes the first key as the moment to test.
         try:
             minutes = datetime_to_minutes(query.keys[0], index.precision_value)
@@ -442,7 +459,8 @@ class TextTranslator:
     ``SearchableText`` is stored in the ``searchable_text`` column with
     the exact words (weight A) and their stems in the item's language
     (weight B, ``schema.searchable_vector``); a query matches exact words,
-    or stems in one of ``context.text_configs``.  Other text indexes
+    or stems in one of ``context.text_configs``, and a negated word
+    excludes what the word would find (``_matching``).  Other text indexes
     (Title, Description) are stored as words in ``idx`` and matched
     exactly, as ZCatalog's lexicon matches them.
     """
@@ -467,52 +485,102 @@ class TextTranslator:
         text = index_text(" ".join(texts))
         return text if text else MISSING
 
-    def _tsquery(self, index, query, context):
-        """``(tsquery expression, params)`` of the query, or None."""
+    def _text_query(self, index, query) -> Node | None:
+        """The parsed search string, or None when it searches nothing."""
         for key in query.keys:
             if not isinstance(key, str):
                 raise QueryError(
                     f"index {index.getId()!r}: {key!r} is not a text to search"
                 )
-        text = " ".join(key for key in query.keys if key)
-        if index.getId() != "SearchableText":
-            tsquery = to_tsquery_text(text)
-            if tsquery is None:
-                return None
-            return sql.SQL("to_tsquery('simple'::regconfig, %s)"), [tsquery]
-        exact = to_tsquery_text(text, "A")
-        if exact is None:
-            return None
-        parts, params = [sql.SQL("to_tsquery('simple'::regconfig, %s)")], [exact]
-        stemmed = to_tsquery_text(text, "B")
+        return parse_text_query(" ".join(key for key in query.keys if key))
+
+    def _in_each_language(self, node: Node, context):
+        """``(tsquery, params)`` of ``node`` as exact words, or as stems
+        of one of ``context.text_configs``.
+
+        Each language's query matches all of ``node`` in that language:
+        ``a & b`` needs both words exact, or both stems of one language.
+        """
+        parts = [sql.SQL("to_tsquery('simple'::regconfig, %s)")]
+        params = [tsquery_text(node, "A")]
+        stemmed = tsquery_text(node, "B")
         for config in context.text_configs:
             parts.append(sql.SQL("to_tsquery(%s::regconfig, %s)"))
             params += [config, stemmed]
         return sql.SQL("(") + sql.SQL(" || ").join(parts) + sql.SQL(")"), params
 
+    def _matching(self, node: Node, context):
+        """``(tsquery, params)`` that finds what ``node`` finds.
+
+        A negation excludes every item that its operand would find on its
+        own: the exact words, or their stems in any of the languages.
+        Inside one language's query it would exclude only that language's
+        stems, and an item with German stems satisfies ``python & !zope``
+        in English ("zope" stems to "zope" there, to "zop" in German).  So
+        negations are composed outside the per-language queries:
+        ``a b -c`` is ``(a & b in one language) && !!(c in any form)``.
+        That also keeps a language whose stop words are all of the positive
+        words (``the -c`` in English) from reducing to ``!c``: the exact
+        words ('simple') have no stop words.  A group that holds a negation
+        and is ANDed (``a (b OR NOT c)``) is matched on its own, not in the
+        language ``a`` matches in.
+        """
+        if not has_negation(node):
+            return self._in_each_language(node, context)
+        if isinstance(node, Not):
+            found, params = self._matching(node.operand, context)
+            return sql.SQL("(!!") + found + sql.SQL(")"), params
+        if isinstance(node, And):
+            plain = [op for op in node.operands if not has_negation(op)]
+            operands = [op for op in node.operands if has_negation(op)]
+            if plain:
+                operands.insert(0, plain[0] if len(plain) == 1 else And(tuple(plain)))
+            operator = sql.SQL(" && ")
+        else:
+            operands, operator = list(node.operands), sql.SQL(" || ")
+        parts, params = [], []
+        for operand in operands:
+            part, part_params = self._matching(operand, context)
+            parts.append(part)
+            params += part_params
+        return sql.SQL("(") + operator.join(parts) + sql.SQL(")"), params
+
     def _vector(self, index):
         name = index.getId()
         if name == "SearchableText":
             return sql.SQL("searchable_text")
-        return sql.SQL("to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))").format(
-            sql.Literal(name)
-        )
+        return sql.SQL(
+            "to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))"
+        ).format(sql.Literal(name))
 
     def where(self, index, query, context):
         if not query.keys:
             return None
-        tsquery = self._tsquery(index, query, context)
-        if tsquery is None:
+        node = self._text_query(index, query)
+        if node is None:
             return None
-        expression, params = tsquery
+        if index.getId() == "SearchableText":
+            expression, params = self._matching(node, context)
+        else:
+            expression = sql.SQL("to_tsquery('simple'::regconfig, %s)")
+            params = [tsquery_text(node)]
         return self._vector(index) + sql.SQL(" @@ ") + expression, params
 
     def relevance(self, index, query, context):
         """How well a row matches, for ordering a result by relevance."""
-        tsquery = self._tsquery(index, query, context)
-        if tsquery is None:
+        node = self._text_query(index, query)
+        if node is None:
             return None
-        expression, params = tsquery
+        if index.getId() == "SearchableText":
+            # Ranked on the union of the per-language queries, not on
+            # ``_matching``'s: ts_rank scores a query whose top operator is
+            # AND (``... && !!...``) by the proximity of pairs of its words
+            # only, which ranks a match of one positive word 0.  The union
+            # ranks as before; the rows it ranks are ``_matching``'s.
+            expression, params = self._in_each_language(node, context)
+        else:
+            expression = sql.SQL("to_tsquery('simple'::regconfig, %s)")
+            params = [tsquery_text(node)]
         # ts_rank is a float in (0, 1]; ZCatalog's scores are ints.  As in
         # ZCatalog's Okapi BM25, a match in a shorter text counts more
         # (normalization 1: rank / (1 + log(length))).

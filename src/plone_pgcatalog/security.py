@@ -285,7 +285,8 @@ def _plone_adapters_only(site_manager) -> bool:
     """
     from borg.localrole.default_adapter import DefaultLocalRoleAdapter
     from borg.localrole.interfaces import ILocalRoleProvider
-    from borg.localrole.interfaces import IWorkspace
+    # From where borg.localrole itself imports it: its old place warns.
+    from borg.localrole.bbb.interfaces import IWorkspace
     from plone.indexer.interfaces import IIndexer
     from Products.CMFPlone import CatalogTool
 

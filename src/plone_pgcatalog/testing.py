@@ -54,7 +54,6 @@ import shutil
 import tempfile
 import transaction
 
-
 SITE_ID = "plone"
 EXTENSION_PROFILES = (
     "plonetheme.barceloneta:default",
@@ -140,7 +139,7 @@ def create_site(app, extension_profiles) -> None:
     from plone.testing.zope import login
     from Products.CMFPlone.factory import addPloneSite
 
-    if "acl_users" in app and SITE_OWNER_NAME not in app.acl_users.getUserNames():
+    if "acl_users" in app and app.acl_users.getUser(SITE_OWNER_NAME) is None:
         app.acl_users.userFolderAddUser(
             SITE_OWNER_NAME, SITE_OWNER_PASSWORD, ["Manager"], []
         )
@@ -149,7 +148,6 @@ def create_site(app, extension_profiles) -> None:
         app,
         SITE_ID,
         title="Plone site",
-        setup_content=False,
         default_language="en",
         extension_ids=extension_profiles,
     )
@@ -168,8 +166,8 @@ class PGCatalogFixture(Layer):
     defaultBases = (PLONE_FIXTURE,)
 
     def setUp(self):
-        from OFS.Application import Application
         from OFS.Application import AppInitializer
+        from OFS.Application import Application
         from plone.testing import zca
         from zope.configuration import xmlconfig
 
@@ -223,7 +221,9 @@ class PGCatalogFixture(Layer):
                 "WHERE datname = %s AND pid <> pg_backend_pid()",
                 (name,),
             )
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name))
+            )
 
 
 PGCATALOG_FIXTURE = PGCatalogFixture(name="plone_pgcatalog:PGCatalogFixture")

@@ -450,10 +450,59 @@ def _topic_items(i: int, t: Topic) -> list[Item]:
     return items
 
 
+def _negation_items() -> list[Item]:
+    """Pages for negated full text (``python -zope``) on a bilingual site.
+
+    A word's stem differs between the languages ("zope" in English, "zop"
+    in German; "plone" / "plon"; "Café": "cafe", without its "e" in German),
+    so a German page that contains a negated word has no English stem of
+    it: negation must exclude the word in every form, not per language.
+    Their words occur nowhere else in the content.  Last in the plan, so
+    that the other items keep their positions (and their dates).
+    """
+    return [
+        Item(
+            "de/plone-konferenz",
+            "Document",
+            "Plone-Konferenz in Wien",
+            "Vorträge über Python und Zope.",
+            _html("Die Plone-Konferenz zeigt Python, Zope und Volto."),
+            language="de",
+            state="published",
+        ),
+        Item(
+            "de/python-kurs",
+            "Document",
+            "Python-Kurs",
+            "Python lernen für Einsteiger.",
+            _html("Wir treffen uns im Café Zentral."),
+            language="de",
+            state="published",
+        ),
+        Item(
+            "en/python-sprint",
+            "Document",
+            "Python sprint",
+            "Programmers meet for a sprint.",
+            _html("No slides, only pair programming."),
+            state="published",
+        ),
+        Item(
+            "en/zope-history",
+            "Document",
+            "ZOPE and Python",
+            "Where Zope came from.",
+            _html("Zope was the first Python application server."),
+            state="published",
+        ),
+    ]
+
+
 def _plan() -> tuple[Item, ...]:
     items = _folders() + _pages()
     for i, topic in enumerate(TOPICS):
         items += _topic_items(i, topic)
+    items += _negation_items()
     # Parents before children; otherwise plan order, which is also the
     # order of creation and so of getObjPositionInParent.
     depth = {item.path: item.path.count("/") for item in items}

@@ -16,7 +16,6 @@ from tests.conftest import collect_in
 import pytest
 import transaction
 
-
 SUBJECTS = ("alpha", "beta", "gamma")
 
 #: (name, query, ordered?)
@@ -26,7 +25,11 @@ QUERIES = [
     ("sorted title", {"portal_type": "Document", "sort_on": "sortable_title"}, True),
     (
         "sorted title reverse",
-        {"portal_type": "Document", "sort_on": "sortable_title", "sort_order": "reverse"},
+        {
+            "portal_type": "Document",
+            "sort_on": "sortable_title",
+            "sort_order": "reverse",
+        },
         True,
     ),
     (
@@ -36,13 +39,26 @@ QUERIES = [
     ),
     (
         "batch",
-        {"portal_type": "Document", "sort_on": "sortable_title", "b_start": 5, "b_size": 5},
+        {
+            "portal_type": "Document",
+            "sort_on": "sortable_title",
+            "b_start": 5,
+            "b_size": 5,
+        },
         True,
     ),
     ("private", {"review_state": "private"}, False),
-    ("published sorted", {"review_state": "published", "sort_on": "sortable_title"}, True),
+    (
+        "published sorted",
+        {"review_state": "published", "sort_on": "sortable_title"},
+        True,
+    ),
     ("subject or", {"Subject": ["alpha", "gamma"]}, False),
-    ("subject and", {"Subject": {"query": ["alpha", "beta"], "operator": "and"}}, False),
+    (
+        "subject and",
+        {"Subject": {"query": ["alpha", "beta"], "operator": "and"}},
+        False,
+    ),
     ("subtree", {"path": "/plone/folder"}, False),
     ("children", {"path": {"query": "/plone/folder", "depth": 1}}, False),
     (
@@ -56,16 +72,23 @@ QUERIES = [
 ]
 
 
+def _title_letters(number: int) -> str:
+    """Two letters whose order differs from the numbers' order."""
+    return f"{chr(ord('a') + (number * 7) % 26)}{'Z' if number % 3 else 'b'}"
+
+
 def build_content(portal) -> None:
     setRoles(portal, TEST_USER_ID, ["Manager"])
-    folder = api.content.create(container=portal, type="Folder", id="folder", title="Folder")
+    folder = api.content.create(
+        container=portal, type="Folder", id="folder", title="Folder"
+    )
     for number in range(20):
         container = folder if number % 4 == 0 else portal
         page = api.content.create(
             container=container,
             type="Document",
             id=f"page-{number:02d}",
-            title=f"{chr(ord('a') + (number * 7) % 26)}{'Z' if number % 3 else 'b'} {number}",
+            title=f"{_title_letters(number)} {number}",
             subject=SUBJECTS[: number % 4],
         )
         if number % 2 == 0:
@@ -83,7 +106,10 @@ def run_queries(layer, as_anonymous: bool) -> dict:
     catalog = api.portal.get_tool("portal_catalog")
     for name, query, _ in QUERIES:
         brains = catalog(**query)
-        results[name] = ([brain.getPath() for brain in brains], brains.actual_result_count)
+        results[name] = (
+            [brain.getPath() for brain in brains],
+            brains.actual_result_count,
+        )
     return results
 
 

@@ -30,9 +30,9 @@ from datetime import timedelta
 from DateTime import DateTime
 from tests.conftest import collect_in
 from tests.differential.content import become
+from tests.differential.content import event_zone
 from tests.differential.content import MEMBER
 from tests.differential.content import MEMBER_PASSWORD
-from tests.differential.content import event_zone
 
 import copy
 import pytest

@@ -86,7 +86,6 @@ import psycopg
 import pytest
 import transaction
 
-
 SITE = "/plone"
 USERS = ("manager", "member", "anonymous")
 

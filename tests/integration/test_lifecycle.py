@@ -553,7 +553,6 @@ def lifecycle():
         addPloneSite(
             app,
             SITE,
-            setup_content=False,
             default_language="en",
             extension_ids=EXTENSION_PROFILES,
         )

@@ -13,7 +13,9 @@ import transaction
 def _folder_with_pages(portal, id="f", count=5):
     folder = api.content.create(container=portal, type="Folder", id=id, title=id)
     for number in range(count):
-        api.content.create(container=folder, type="Document", id=f"p{number}", title=f"P{number}")
+        api.content.create(
+            container=folder, type="Document", id=f"p{number}", title=f"P{number}"
+        )
     return folder
 
 

@@ -145,7 +145,9 @@ def test_a_local_role_on_a_folder_reaches_its_subtree(pg_layer):
 
     portal = pg_layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
-    api.user.create(email="reader@example.org", username="reader", password="secret-Pw-1")
+    api.user.create(
+        email="reader@example.org", username="reader", password="secret-Pw-1"
+    )
     folder = api.content.create(container=portal, type="Folder", id="f", title="F")
     api.content.create(container=folder, type="Document", id="d", title="D")
     transaction.commit()

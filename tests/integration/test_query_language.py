@@ -125,7 +125,6 @@ def test_each_site_in_a_database_sees_only_its_own_content(pg_layer):
     addPloneSite(
         app,
         "second",
-        setup_content=False,
         default_language="de",
         extension_ids=(*EXTENSION_PROFILES, PGCATALOG_PROFILE),
     )
@@ -139,12 +138,12 @@ def test_each_site_in_a_database_sees_only_its_own_content(pg_layer):
     api.content.create(container=portal, type="Document", id="doc", title="First")
     transaction.commit()
 
-    assert _paths(portal.portal_catalog.unrestrictedSearchResults(portal_type="Document")) == [
-        "/plone/doc"
-    ]
-    assert _paths(second.portal_catalog.unrestrictedSearchResults(portal_type="Document")) == [
-        "/second/doc"
-    ]
+    assert _paths(
+        portal.portal_catalog.unrestrictedSearchResults(portal_type="Document")
+    ) == ["/plone/doc"]
+    assert _paths(
+        second.portal_catalog.unrestrictedSearchResults(portal_type="Document")
+    ) == ["/second/doc"]
     everything = _paths(second.portal_catalog.unrestrictedSearchResults(path="/"))
     assert "/second/doc" in everything
     assert all(path.startswith("/second") for path in everything)

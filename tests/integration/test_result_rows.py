@@ -9,15 +9,14 @@ transaction that ends while a result is in use does not lose its rows
 from __future__ import annotations
 
 from plone import api
-from plone.app.testing import setRoles
 from plone.app.testing import login
+from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog import search
 
 import pytest
 import transaction
-
 
 DOCUMENTS = search.FIRST_ROWS + 50
 
@@ -146,7 +145,6 @@ def test_the_shared_results_can_be_switched_off(pg_layer, executed, monkeypatch)
     from plone_pgcatalog import snapshots
 
     monkeypatch.setattr(snapshots.results, "enabled", False)
-    portal = pg_layer["portal"]
     for _ in range(2):
         transaction.begin()
         api.content.find(portal_type="Document")

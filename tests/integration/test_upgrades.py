@@ -33,7 +33,8 @@ def test_1_to_2_rewrites_searchable_text_of_version_1_rows(pg_layer):
     # What version 1 wrote: unweighted words.
     with _database(portal) as conn:
         conn.execute(
-            "UPDATE object_state SET searchable_text = to_tsvector('simple', 'lighthouses')"
+            "UPDATE object_state"
+            " SET searchable_text = to_tsvector('simple', 'lighthouses')"
             " WHERE path = '/plone/d'"
         )
     portal._p_jar.sync()

@@ -20,7 +20,8 @@ def create_pages(portal, count=20, published=10):
             type="Document",
             id=f"page-{number:02d}",
             # Titles whose order differs from the ids' order.
-            title=f"{chr(ord('a') + (number * 7) % 26)}{'Z' if number % 3 else 'b'} page {number}",
+            title=f"{chr(ord('a') + (number * 7) % 26)}{'Z' if number % 3 else 'b'}"
+            f" page {number}",
         )
         if number < published:
             api.content.transition(obj=page, transition="publish")
@@ -135,13 +136,18 @@ def test_searchable_text_finds_words_and_prefixes(pg_layer):
     portal = pg_layer["portal"]
     create_pages(portal, count=3, published=3)
     api.content.create(
-        container=portal, type="Document", id="cafe", title="Café Müller",
+        container=portal,
+        type="Document",
+        id="cafe",
+        title="Café Müller",
         description="Where the catalogue lives",
     )
     transaction.commit()
     assert [b.getId for b in api.content.find(SearchableText="cafe")] == ["cafe"]
     assert [b.getId for b in api.content.find(SearchableText="MÜLL*")] == ["cafe"]
-    assert [b.getId for b in api.content.find(SearchableText="catalogue lives")] == ["cafe"]
+    assert [b.getId for b in api.content.find(SearchableText="catalogue lives")] == [
+        "cafe"
+    ]
     assert len(api.content.find(SearchableText="catalogue NOT lives")) == 0
     # Operators alone and stray syntax never raise.
     for text in ("AND", '"', "(((", "*", "x' OR 1=1 --"):

@@ -18,7 +18,6 @@ from ZODB.utils import u64
 
 import transaction
 
-
 _CATALOG_MODULES = (
     "Products.ZCatalog",
     "Products.PluginIndexes",
@@ -45,9 +44,7 @@ def _stored_catalog_objects(catalog) -> list[tuple]:
     """Objects of the last commit that belong to the catalog."""
     with ddl_connection(catalog) as conn:
         stored = conn.execute(_LAST_COMMIT).fetchall()
-        reachable = {
-            row[0] for row in conn.execute(_REACHABLE, (u64(catalog._p_oid),))
-        }
+        reachable = {row[0] for row in conn.execute(_REACHABLE, (u64(catalog._p_oid),))}
     return [
         row
         for row in stored

