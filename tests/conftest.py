@@ -46,11 +46,6 @@ def run_in(layer):
     try:
         yield layer
     finally:
-        # Objects the request holds may load state when they go (PlonePAS's
-        # CleanupTemp): let them go while the site's connection is open.
-        request = layer.get("request")
-        if request is not None:
-            request.close()
         for item in reversed(chain):
             item.testTearDown()
 
