@@ -1,0 +1,273 @@
+"""The parameters the state processor binds for pending rows and patches.
+
+Covers ``plone_pgcatalog.processor.row_arrays`` (rows of objects whose
+state the commit does not store: one array per column of one ``UPDATE``),
+``patch_arrays`` (partial reindexes: one array per column of one merge)
+and ``row_params`` (a row written with its object's state).  Each array
+is checked against the column its position feeds in the statement's
+``unnest(...) AS r(...)``, so a reordering on either side fails.  Pure: the
+statements are only read as text.
+"""
+
+from __future__ import annotations
+
+from plone_pgcatalog import processor
+from plone_pgcatalog.extraction import CatalogPatch
+from plone_pgcatalog.extraction import CatalogRow
+from plone_pgcatalog.processor import patch_arrays
+from plone_pgcatalog.processor import row_arrays
+from plone_pgcatalog.processor import row_params
+from psycopg.types.json import Json
+from psycopg.types.json import Jsonb
+
+import pytest
+import re
+
+
+def _row(zoid, path, idx=None, meta=None, text=None, config="simple"):
+    return CatalogRow(
+        zoid=zoid,
+        path=path,
+        idx={} if idx is None else idx,
+        meta={} if meta is None else meta,
+        searchable_text=text,
+        text_config=config,
+    )
+
+
+def _patch(zoid, path, **kw):
+    fields = dict(values={}, removed=(), meta={}, update_metadata=False)
+    fields.update(kw)
+    return CatalogPatch(zoid=zoid, path=path, **fields)
+
+
+def _unnest_columns(statement) -> list[tuple[str, str]]:
+    """``(column name, SQL array type)`` of the statement's ``unnest``."""
+    text = statement.as_string(None)
+    found = re.search(r"unnest\((.*?)\)\s+AS \w+\((.*?)\)", text)
+    types = re.findall(r"%s::(\w+)\[\]", found.group(1))
+    names = [n.strip() for n in found.group(2).split(",")]
+    assert len(types) == len(names)
+    return list(zip(names, types))
+
+
+def _plain(value):
+    return value.obj if isinstance(value, (Json, Jsonb)) else value
+
+
+def _by_column(statement, arrays) -> dict[str, list]:
+    columns = _unnest_columns(statement)
+    assert len(arrays) == len(columns)
+    return {
+        name: [_plain(v) for v in array] for (name, _), array in zip(columns, arrays)
+    }
+
+
+# -- row_arrays ----------------------------------------------------------------
+
+
+def test_row_arrays_has_one_array_per_column_of_the_update():
+    arrays = row_arrays([_row(1, "/plone/a")])
+    assert len(arrays) == len(_unnest_columns(processor._UPDATE_ROWS)) == 8
+    assert processor._UPDATE_ROWS.as_string(None).count("%s") == 8
+
+
+def test_row_arrays_feed_each_column_its_value():
+    rows = [
+        _row(
+            11,
+            "/plone/folder/doc",
+            idx={"portal_type": "Document", "Subject": ["a"]},
+            meta={"Title": "Doc"},
+            text="some words",
+            config="english",
+        ),
+        _row(12, "/plone", idx={"portal_type": "Plone Site"}),
+    ]
+    assert _by_column(processor._UPDATE_ROWS, row_arrays(rows)) == {
+        "zoid": [11, 12],
+        "path": ["/plone/folder/doc", "/plone"],
+        "parent_path": ["/plone/folder", "/"],
+        "path_depth": [3, 1],
+        "idx": [
+            {"portal_type": "Document", "Subject": ["a"]},
+            {"portal_type": "Plone Site"},
+        ],
+        "meta": [{"Title": "Doc"}, {}],
+        "config": ["english", None],
+        "words": ["some words", None],
+    }
+
+
+def test_row_arrays_send_index_values_as_jsonb_and_metadata_as_json():
+    # ``meta`` is a json column (schema 4), ``idx`` a jsonb column.
+    _, _, _, _, idx, meta, _, _ = row_arrays([_row(1, "/plone/a")])
+    assert type(idx[0]) is Jsonb
+    assert type(meta[0]) is Json
+
+
+def test_row_arrays_types_match_the_casts_of_the_statement():
+    arrays = row_arrays([_row(1, "/plone/a", text="w"), _row(2, "/plone/b")])
+    python_types = {
+        "bigint": (int,),
+        "integer": (int,),
+        "text": (str, type(None)),
+        "jsonb": (Jsonb,),
+        "json": (Json,),
+    }
+    columns = _unnest_columns(processor._UPDATE_ROWS)
+    for (name, sql_type), array in zip(columns, arrays):
+        assert all(isinstance(v, python_types[sql_type]) for v in array), name
+
+
+def test_row_arrays_of_a_row_with_empty_text_keep_its_config():
+    arrays = _by_column(
+        processor._UPDATE_ROWS,
+        row_arrays([_row(1, "/plone/a", text="", config="german")]),
+    )
+    assert (arrays["config"], arrays["words"]) == (["german"], [""])
+
+
+def test_row_arrays_of_a_row_without_text_send_no_config():
+    arrays = _by_column(
+        processor._UPDATE_ROWS,
+        row_arrays([_row(1, "/plone/a", text=None, config="german")]),
+    )
+    assert (arrays["config"], arrays["words"]) == ([None], [None])
+
+
+def test_row_arrays_keep_the_order_of_the_rows():
+    rows = [_row(z, f"/plone/{z}") for z in (5, 3, 9)]
+    zoids, paths, *_ = row_arrays(rows)
+    assert zoids == [5, 3, 9]
+    assert paths == ["/plone/5", "/plone/3", "/plone/9"]
+
+
+def test_row_arrays_of_no_rows_are_empty():
+    assert row_arrays([]) == ([],) * 8
+
+
+# -- patch_arrays ----------------------------------------------------------------
+
+
+def test_patch_arrays_has_one_array_per_column_of_the_merge():
+    arrays = patch_arrays([_patch(1, "/plone/a")])
+    assert len(arrays) == len(_unnest_columns(processor._PATCH_ROWS)) == 11
+    assert processor._PATCH_ROWS.as_string(None).count("%s") == 11
+
+
+def test_patch_arrays_feed_each_column_its_value():
+    patches = [
+        _patch(
+            21,
+            "/plone/a/b",
+            values={"review_state": "published"},
+            removed=("Subject", "expires"),
+            meta={"Title": "B"},
+            update_metadata=True,
+            text_given=True,
+            searchable_text="words",
+            text_config="english",
+        ),
+        _patch(22, "/plone", values={}, removed=()),
+    ]
+    assert _by_column(processor._PATCH_ROWS, patch_arrays(patches)) == {
+        "zoid": [21, 22],
+        "path": ["/plone/a/b", "/plone"],
+        "parent_path": ["/plone/a", "/"],
+        "path_depth": [3, 1],
+        "update_metadata": [True, False],
+        "meta": [{"Title": "B"}, {}],
+        "text_given": [True, False],
+        "config": ["english", None],
+        "words": ["words", None],
+        "removed": [["Subject", "expires"], []],
+        "vals": [{"review_state": "published"}, {}],
+    }
+
+
+def test_patch_arrays_types_match_the_casts_of_the_statement():
+    arrays = patch_arrays([_patch(1, "/plone/a", text_given=True, searchable_text="w")])
+    python_types = {
+        "bigint": (int,),
+        "integer": (int,),
+        "boolean": (bool,),
+        "text": (str, type(None)),
+        "jsonb": (Jsonb,),
+        "json": (Json,),
+    }
+    columns = _unnest_columns(processor._PATCH_ROWS)
+    for (name, sql_type), array in zip(columns, arrays):
+        assert all(isinstance(v, python_types[sql_type]) for v in array), name
+
+
+def test_patch_arrays_send_removed_indexes_as_a_json_list():
+    arrays = _by_column(
+        processor._PATCH_ROWS, patch_arrays([_patch(1, "/p", removed=("a", "b"))])
+    )
+    assert arrays["removed"] == [["a", "b"]]
+
+
+def test_patch_arrays_of_text_given_as_none_send_no_config():
+    arrays = _by_column(
+        processor._PATCH_ROWS,
+        patch_arrays([_patch(1, "/p", text_given=True, searchable_text=None)]),
+    )
+    assert (arrays["text_given"], arrays["config"], arrays["words"]) == (
+        [True],
+        [None],
+        [None],
+    )
+
+
+def test_patch_arrays_of_no_patches_are_empty():
+    assert patch_arrays([]) == ([],) * 11
+
+
+# -- row_params ------------------------------------------------------------------
+
+
+def test_row_params_name_every_extra_column_of_the_insert():
+    params = row_params(_row(1, "/plone/a"))
+    placeholders = {
+        name
+        for column in processor.CatalogStateProcessor().get_extra_columns()
+        for name in re.findall(r"%\((\w+)\)s", column.value_expr)
+    }
+    assert placeholders == {
+        "path",
+        "parent_path",
+        "path_depth",
+        "idx",
+        "meta",
+        "searchable_text",
+    }
+    assert placeholders <= set(params)
+
+
+@pytest.mark.parametrize(
+    "text, config, expected",
+    [
+        ("some words", "english", ["english", "some words"]),
+        ("", "simple", ["simple", ""]),
+        (None, "english", None),
+    ],
+)
+def test_row_params_send_text_and_config_together(text, config, expected):
+    params = row_params(_row(1, "/plone/a", text=text, config=config))
+    assert params["searchable_text"] == expected
+
+
+def test_row_params_values():
+    params = row_params(_row(7, "/plone/a/b", idx={"x": 1}, meta={"Title": "T"}))
+    assert {k: _plain(v) for k, v in params.items()} == {
+        "zoid": 7,
+        "path": "/plone/a/b",
+        "parent_path": "/plone/a",
+        "path_depth": 3,
+        "idx": {"x": 1},
+        "meta": {"Title": "T"},
+        "searchable_text": None,
+    }
+    assert type(params["idx"]) is Jsonb
+    assert type(params["meta"]) is Json

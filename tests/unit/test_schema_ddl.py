@@ -1,0 +1,296 @@
+"""The DDL that serves each catalog index, as SQL text.
+
+Covers ``plone_pgcatalog.schema.index_ddl``, ``drop_index_ddl`` and the
+names they give (``sql_index_name``): which SQL indexes and statistics
+objects each index meta_type gets, that their expressions are the ones the
+query translators write, and that their names are valid PostgreSQL names,
+unique and stable.  Pure: the statements are only composed, never run.
+"""
+
+from __future__ import annotations
+
+from plone_pgcatalog import schema
+from plone_pgcatalog.registry import json_key
+from plone_pgcatalog.registry import text_key
+from plone_pgcatalog.schema import drop_index_ddl
+from plone_pgcatalog.schema import index_ddl
+from plone_pgcatalog.schema import sql_index_name
+
+import pytest
+import re
+
+#: PostgreSQL truncates longer names (NAMEDATALEN - 1 bytes).
+_MAX_NAME = 63
+#: Every kind of SQL object ``index_ddl`` names, with the statistics prefix.
+_KINDS = ("i", "t", "f", "l", "si", "st", "sf", "sl")
+
+
+def _statements(meta_type: str, name: str) -> list[str]:
+    composed = index_ddl(name, meta_type)
+    assert composed is not None
+    return composed.as_string(None).split("; ")
+
+
+def _created_names(text: str) -> list[str]:
+    return re.findall(r'CREATE (?:INDEX|STATISTICS) IF NOT EXISTS "([^"]+)"', text)
+
+
+def _dropped_names(text: str) -> list[str]:
+    return re.findall(r'DROP (?:INDEX|STATISTICS) IF EXISTS "([^"]+)"', text)
+
+
+# -- what each meta_type gets -----------------------------------------------------
+
+
+def test_field_index_gets_a_btree_on_its_value_and_one_on_its_text():
+    name = sql_index_name
+    assert _statements("FieldIndex", "Title") == [
+        f'CREATE INDEX IF NOT EXISTS "{name("Title")}" ON object_state USING btree'
+        " (((idx -> 'Title'))) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("Title", "si")}"'
+        " ON ((idx -> 'Title')) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("Title", "t")}" ON object_state USING'
+        " btree ((((idx ->> 'Title') COLLATE \"C\"))) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("Title", "st")}"'
+        " ON (((idx ->> 'Title') COLLATE \"C\")) FROM object_state",
+    ]
+
+
+def test_uuid_index_gets_the_same_indexes_as_a_field_index():
+    field = index_ddl("UID", "FieldIndex").as_string(None)
+    uuid = index_ddl("UID", "UUIDIndex").as_string(None)
+    assert uuid == field
+    assert "USING btree ((((idx ->> 'UID') COLLATE \"C\")))" in uuid
+
+
+@pytest.mark.parametrize("meta_type", ["DateIndex", "BooleanIndex", "GopipIndex"])
+def test_single_value_index_gets_one_btree_and_its_statistics(meta_type):
+    name = sql_index_name
+    assert _statements(meta_type, "effective") == [
+        f'CREATE INDEX IF NOT EXISTS "{name("effective")}" ON object_state USING'
+        " btree (((idx -> 'effective'))) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("effective", "si")}"'
+        " ON ((idx -> 'effective')) FROM object_state",
+    ]
+
+
+def test_keyword_index_gets_a_gin_on_its_value():
+    name = sql_index_name
+    assert _statements("KeywordIndex", "Subject") == [
+        f'CREATE INDEX IF NOT EXISTS "{name("Subject")}" ON object_state USING gin'
+        " (((idx -> 'Subject'))) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("Subject", "si")}"'
+        " ON ((idx -> 'Subject')) FROM object_state",
+    ]
+
+
+def test_date_recurring_index_gets_gin_and_btrees_on_first_and_last():
+    name = sql_index_name
+    has_value = "idx IS NOT NULL AND (idx -> 'start') IS NOT NULL"
+    assert _statements("DateRecurringIndex", "start") == [
+        f'CREATE INDEX IF NOT EXISTS "{name("start")}" ON object_state USING gin'
+        " (((idx -> 'start'))) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("start", "si")}"'
+        " ON ((idx -> 'start')) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("start", "f")}" ON object_state USING'
+        f" btree ((((idx -> 'start') -> 0))) WHERE {has_value}",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("start", "sf")}"'
+        " ON (((idx -> 'start') -> 0)) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("start", "l")}" ON object_state USING'
+        f" btree ((((idx -> 'start') -> -1))) WHERE {has_value}",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("start", "sl")}"'
+        " ON (((idx -> 'start') -> -1)) FROM object_state",
+    ]
+
+
+def test_text_index_gets_a_gin_on_the_words_of_its_value():
+    name = sql_index_name
+    words = "to_tsvector('simple'::regconfig, COALESCE(idx ->> 'Description', ''))"
+    assert _statements("ZCTextIndex", "Description") == [
+        f'CREATE INDEX IF NOT EXISTS "{name("Description")}" ON object_state'
+        f" USING gin (({words})) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("Description", "si")}"'
+        f" ON ({words}) FROM object_state",
+    ]
+
+
+def test_searchable_text_needs_no_index_of_its_own():
+    # Its words have their own column and GIN index (``BASE_DDL``).
+    assert index_ddl("SearchableText", "ZCTextIndex") is None
+    assert "pgcatalog_searchable_text" in schema.BASE_DDL
+
+
+@pytest.mark.parametrize(
+    "meta_type",
+    [
+        "DateRangeIndex",
+        "ExtendedPathIndex",
+        "PathIndex",
+        "TopicIndex",
+        "NoSuchIndex",
+        "",
+        "fieldindex",
+    ],
+)
+def test_other_meta_types_need_no_ddl(meta_type):
+    assert index_ddl("anything", meta_type) is None
+    assert drop_index_ddl("anything", meta_type) is None
+
+
+@pytest.mark.parametrize(
+    "meta_type",
+    [
+        "FieldIndex",
+        "KeywordIndex",
+        "DateIndex",
+        "BooleanIndex",
+        "UUIDIndex",
+        "GopipIndex",
+        "DateRecurringIndex",
+        "ZCTextIndex",
+    ],
+)
+def test_every_index_is_partial_and_has_statistics(meta_type):
+    statements = _statements(meta_type, "some_index")
+    indexes = [s for s in statements if s.startswith("CREATE INDEX")]
+    statistics = [s for s in statements if s.startswith("CREATE STATISTICS")]
+    assert indexes and len(indexes) == len(statistics)
+    assert len(indexes) + len(statistics) == len(statements)
+    assert all(" WHERE idx IS NOT NULL" in s for s in indexes)
+    assert all(s.endswith(" FROM object_state") for s in statistics)
+
+
+# -- the expressions are the query translators' -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "meta_type, method",
+    [
+        ("FieldIndex", "btree"),
+        ("KeywordIndex", "gin"),
+        ("DateIndex", "btree"),
+        ("BooleanIndex", "btree"),
+        ("UUIDIndex", "btree"),
+        ("GopipIndex", "btree"),
+        ("DateRecurringIndex", "gin"),
+    ],
+)
+def test_value_index_expression_is_the_translators_json_key(meta_type, method):
+    key = json_key("review_state").as_string(None)
+    first = _statements(meta_type, "review_state")[0]
+    assert f"USING {method} (({key})) WHERE" in first
+
+
+@pytest.mark.parametrize("meta_type", ["FieldIndex", "UUIDIndex"])
+def test_string_range_expression_is_the_translators_text_key(meta_type):
+    key = text_key("sortable_title").as_string(None)
+    assert f"USING btree (({key}))" in _statements(meta_type, "sortable_title")[2]
+
+
+def test_occurrence_expressions_are_the_translators_bounds():
+    key = json_key("start").as_string(None)
+    text = index_ddl("start", "DateRecurringIndex").as_string(None)
+    assert f"(({key} -> 0))" in text
+    assert f"(({key} -> -1))" in text
+    assert f"WHERE idx IS NOT NULL AND {key} IS NOT NULL" in text
+
+
+# -- names and quoting ------------------------------------------------------------
+
+
+def test_index_name_is_quoted_as_a_literal_in_expressions():
+    text = index_ddl("it's", "FieldIndex").as_string(None)
+    assert "'it''s'" in text
+    assert "'it's'" not in text
+
+
+def test_sql_index_name_is_stable():
+    # Existing databases hold indexes under these names: a change of the
+    # naming would leave them behind and build every index again.
+    assert sql_index_name("Title") == "pgcatalog_i_title_768e0c1c"
+    assert sql_index_name("Subject", "si") == "pgcatalog_si_subject_8d183dbd"
+
+
+def test_sql_index_name_lowercases_and_replaces_odd_characters():
+    name = sql_index_name("My-Index.Name ü")
+    assert re.fullmatch(r"pgcatalog_i_my_index_name___[0-9a-f]{8}", name)
+
+
+@pytest.mark.parametrize(
+    "index_name",
+    ["Title", "x" * 200, "ÜÖÄ-" * 30, "a b;c'd\"e", "", "日本語の索引" * 20],
+)
+@pytest.mark.parametrize("kind", _KINDS)
+def test_sql_index_name_is_a_valid_unquoted_postgresql_name(index_name, kind):
+    name = sql_index_name(index_name, kind)
+    assert re.fullmatch(r"[a-z_][a-z0-9_]*", name)
+    assert len(name.encode("utf-8")) <= _MAX_NAME
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [
+        ("Title", "title"),
+        ("a-b", "a_b"),
+        ("a.b", "a b"),
+        ("x" * 40 + "1", "x" * 40 + "2"),
+        ("Größe", "Grösse"),
+    ],
+)
+def test_names_that_fold_alike_still_get_different_sql_names(first, second):
+    assert sql_index_name(first) != sql_index_name(second)
+
+
+def test_long_names_keep_a_prefix_of_the_index_name():
+    name = sql_index_name("abcdefghij" * 10)
+    assert name.startswith("pgcatalog_i_" + "abcdefghij" * 4 + "_")
+
+
+@pytest.mark.parametrize(
+    "meta_type, count",
+    [
+        ("FieldIndex", 4),
+        ("UUIDIndex", 4),
+        ("KeywordIndex", 2),
+        ("DateIndex", 2),
+        ("DateRecurringIndex", 6),
+        ("ZCTextIndex", 2),
+    ],
+)
+def test_objects_of_one_index_have_distinct_names(meta_type, count):
+    names = _created_names(index_ddl("x" * 100, meta_type).as_string(None))
+    assert len(names) == len(set(names)) == count
+    assert all(n.startswith(schema.NAME_PREFIX) for n in names)
+
+
+def test_objects_of_different_indexes_have_distinct_names():
+    names = []
+    for index_name in ["Title", "title", "TITLE", "ti-tle", "ti_tle"]:
+        names += _created_names(index_ddl(index_name, "FieldIndex").as_string(None))
+    assert len(names) == len(set(names)) == 5 * 4
+
+
+@pytest.mark.parametrize(
+    "meta_type",
+    [
+        "FieldIndex",
+        "KeywordIndex",
+        "DateIndex",
+        "BooleanIndex",
+        "UUIDIndex",
+        "GopipIndex",
+        "DateRecurringIndex",
+        "ZCTextIndex",
+    ],
+)
+def test_drop_index_ddl_drops_exactly_what_index_ddl_creates(meta_type):
+    created = _created_names(index_ddl("Ab-c", meta_type).as_string(None))
+    dropped = _dropped_names(drop_index_ddl("Ab-c", meta_type).as_string(None))
+    assert sorted(dropped) == sorted(created)
+
+
+@pytest.mark.parametrize("meta_type", ["FieldIndex", "DateRecurringIndex"])
+def test_schema_check_looks_for_the_names_index_ddl_creates(meta_type):
+    # ``create_schema`` decides from these names whether DDL is missing.
+    created = _created_names(index_ddl("start", meta_type).as_string(None))
+    assert schema._index_object_names("start", meta_type) == set(created)
