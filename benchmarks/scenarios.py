@@ -287,10 +287,10 @@ def all_measurements(session, warmup: int, iterations: int, progress=None):
 
 @contextmanager
 def captured_sql():
-    """Record the statements of searches (``plone_pgcatalog.search._execute``:
+    """Record the statements of searches (``plone_pgcatalog.store.search._execute``:
     the first rows of a result, a window, the rest of a result)."""
-    from plone_pgcatalog import search
     from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import search
 
     captured: list[tuple] = []
     original = search._execute

@@ -30,11 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from pathlib import Path
-from plone_pgcatalog.schema import COLUMNS
+from plone_pgcatalog.store import reports
 from psycopg import sql
-from psycopg.rows import tuple_row
-from psycopg.types.json import JsonbLoader
-from psycopg.types.json import JsonLoader
 from typing import Any
 from typing import TextIO
 
@@ -321,7 +318,7 @@ def rebuild(tool, out: TextIO, handler, batch_size: int = 1000) -> int:
     # Commits every batch_size objects (maintenance.rebuild): readers keep
     # the complete catalog meanwhile, memory stays flat.
     tool.rebuild(batch_size=batch_size, pghandler=handler)
-    out.write(f"rebuilt the catalog of {tool._site_path()}: {len(tool)} objects\n")
+    out.write(f"rebuilt the catalog of {tool.site_path()}: {len(tool)} objects\n")
     return EXIT_OK
 
 
@@ -337,29 +334,13 @@ def reindex(tool, names: list[str], out: TextIO, handler) -> int:
     tool.reindexIndex(names, None, pghandler=handler)
     commit(f"pgcatalog reindex {' '.join(names)} {_path(tool)}")
     out.write(
-        f"reindexed {', '.join(names)} in the catalog of {tool._site_path()}:"
+        f"reindexed {', '.join(names)} in the catalog of {tool.site_path()}:"
         f" {len(tool)} objects\n"
     )
     return EXIT_OK
 
 
 # -- verify --------------------------------------------------------------------
-
-# Rows of the walked objects, and whether their stored words equal the
-# words extracted now (the same expression the processor writes with).
-_STORED_ROWS = sql.SQL(
-    "SELECT s.zoid, s.path, s.idx, s.meta,"
-    " s.searchable_text IS NOT DISTINCT FROM {vector}"
-    " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS e(zoid, config, words)"
-    " JOIN object_state AS s ON s.zoid = e.zoid"
-    " WHERE s.idx IS NOT NULL"
-)
-
-# Every row of the site, a page at a time (keyset on the primary key).
-_SITE_ROWS = sql.SQL(
-    "SELECT zoid, path FROM object_state WHERE idx IS NOT NULL AND {site}"
-    " AND zoid > %s ORDER BY zoid LIMIT %s"
-)
 
 
 @dataclass
@@ -419,17 +400,6 @@ def walk_content(tool, visit: Callable[[Any], None]) -> None:
         visit(obj)
 
 
-def _indexable(tool, obj):
-    from plone.indexer.interfaces import IIndexableObject
-    from Products.CMFCore.CatalogTool import IndexableObjectWrapper
-    from zope.component import queryMultiAdapter
-
-    if IIndexableObject.providedBy(obj):
-        return obj
-    wrapped = queryMultiAdapter((obj, tool), IIndexableObject)
-    return wrapped if wrapped is not None else IndexableObjectWrapper(obj, tool)
-
-
 def _json(value):
     """``value`` as it comes back from a JSON column."""
     return json.loads(json.dumps(value))
@@ -442,31 +412,23 @@ def _differences(expected: dict, stored: dict, names) -> list[str]:
     ]
 
 
-def _cursor(conn):
-    # Our own loader on our own cursor: the connection is the storage's.
-    cursor = conn.cursor(row_factory=tuple_row)
-    cursor.adapters.register_loader("jsonb", JsonbLoader)
-    cursor.adapters.register_loader("json", JsonLoader)
-    return cursor
-
-
 def verify(tool, handler=None) -> Verification:
     """Compare the catalog rows of the site with the content (see module)."""
-    from plone_pgcatalog import connection
-    from plone_pgcatalog import schema
     from plone_pgcatalog.extraction import extract_row
+    from plone_pgcatalog.extraction import indexable
     from plone_pgcatalog.paths import path_clause
-    from plone_pgcatalog.tool import _site_languages
+    from plone_pgcatalog.store import connection
+    from plone_pgcatalog.store import schema
     from ZODB.utils import u64
 
-    site_path = tool._site_path()
+    site_path = tool.site_path()
     result = Verification(site_path)
     definitions = tool.getIndexDefinitions()
     index_names = sorted(name for name in definitions if name != "SearchableText")
     columns = list(tool.schema())
-    language = _site_languages()[0]
+    language = tool.site_languages()[0]
     conn = connection.read_connection(tool)
-    statement = _STORED_ROWS.format(
+    statement = reports.STORED_ROWS.format(
         vector=schema.searchable_vector(sql.SQL("e.words"), sql.SQL("e.config"))
     )
 
@@ -476,7 +438,7 @@ def verify(tool, handler=None) -> Verification:
             [row.text_config for row in batch],
             [row.searchable_text for row in batch],
         )
-        with conn.transaction(), _cursor(conn) as cursor:
+        with conn.transaction(), connection.json_cursor(conn) as cursor:
             cursor.execute(statement, params)
             stored = {zoid: rest for zoid, *rest in cursor.fetchall()}
         for row in batch:
@@ -513,7 +475,7 @@ def verify(tool, handler=None) -> Verification:
                 path,
                 definitions,
                 columns,
-                _indexable(tool, obj),
+                indexable(obj, tool),
                 default_language=language,
             )
         )
@@ -528,10 +490,10 @@ def verify(tool, handler=None) -> Verification:
         handler.finish()
 
     site, site_params = path_clause(site_path, -1)
-    rows = _SITE_ROWS.format(site=site)
+    rows = reports.SITE_ROWS.format(site=site)
     last = -1
     while True:
-        with conn.transaction(), _cursor(conn) as cursor:
+        with conn.transaction(), connection.json_cursor(conn) as cursor:
             cursor.execute(rows, [*site_params, last, VERIFY_BATCH])
             page = cursor.fetchall()
         if not page:
@@ -581,27 +543,6 @@ def run_verify(tool, out: TextIO, handler, repair_it: bool, show: int) -> int:
 
 
 # -- stats ---------------------------------------------------------------------
-
-_ROW_COUNT = sql.SQL("SELECT count(*) FROM object_state WHERE idx IS NOT NULL AND {}")
-
-_PER_VALUE = sql.SQL(
-    "SELECT idx ->> %s, count(*) FROM object_state WHERE idx IS NOT NULL AND {}"
-    " GROUP BY 1 ORDER BY 2 DESC, 1"
-)
-
-_COLUMN_SIZES = sql.SQL("SELECT {} FROM object_state WHERE idx IS NOT NULL AND {}")
-
-#: The catalog's columns on ``object_state`` (schema.BASE_DDL).
-CATALOG_COLUMNS = COLUMNS
-
-_SQL_INDEXES = sql.SQL(
-    "SELECT indexname, pg_relation_size(format('%%I.%%I', schemaname, indexname))"
-    " FROM pg_indexes WHERE tablename = 'object_state'"
-    " AND schemaname = current_schema() AND indexname LIKE %s"
-    " ORDER BY 2 DESC, 1"
-)
-
-_STATE = sql.SQL("SELECT key, value FROM pgcatalog_state")
 
 
 @dataclass(frozen=True)
@@ -659,30 +600,30 @@ def _size(size: int) -> str:
 
 
 def stats(tool) -> Stats:
-    from plone_pgcatalog import connection
     from plone_pgcatalog.paths import path_clause
+    from plone_pgcatalog.store import connection
 
-    site_path = tool._site_path()
+    site_path = tool.site_path()
     site, params = path_clause(site_path, -1)
     indexes = set(tool.indexes())
     conn = connection.read_connection(tool)
     sizes = sql.SQL(", ").join(
         sql.SQL("COALESCE(sum(pg_column_size({})), 0)").format(sql.Identifier(name))
-        for name in CATALOG_COLUMNS
+        for name in reports.CATALOG_COLUMNS
     )
-    with conn.transaction(), _cursor(conn) as cursor:
-        cursor.execute(_ROW_COUNT.format(site), params)
+    with conn.transaction(), connection.json_cursor(conn) as cursor:
+        cursor.execute(reports.ROW_COUNT.format(site), params)
         rows = cursor.fetchone()[0]
         per_value = {}
         for name in ("portal_type", "review_state"):
             if name in indexes:
-                cursor.execute(_PER_VALUE.format(site), [name, *params])
+                cursor.execute(reports.PER_VALUE.format(site), [name, *params])
                 per_value[name] = [tuple(row) for row in cursor.fetchall()]
-        cursor.execute(_COLUMN_SIZES.format(sizes, site), params)
-        column_sizes = dict(zip(CATALOG_COLUMNS, cursor.fetchone()))
-        cursor.execute(_SQL_INDEXES, [r"pgcatalog\_%"])
+        cursor.execute(reports.COLUMN_SIZES.format(sizes, site), params)
+        column_sizes = dict(zip(reports.CATALOG_COLUMNS, cursor.fetchone()))
+        cursor.execute(reports.SQL_INDEXES, [r"pgcatalog\_%"])
         sql_indexes = [tuple(row) for row in cursor.fetchall()]
-        cursor.execute(_STATE)
+        cursor.execute(reports.STATE)
         state = dict(cursor.fetchall())
     return Stats(
         site_path=site_path,
@@ -800,7 +741,7 @@ def _configure_logging(stream: TextIO) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from plone_pgcatalog import schema
+    from plone_pgcatalog.store import schema
     from zope.component.hooks import setSite
 
     app = open_zope(args.config)

@@ -24,6 +24,20 @@ import Missing
 logger = logging.getLogger(__name__)
 
 
+def indexable(obj, catalog):
+    """``obj`` as ZCatalog's indexes see it in ``catalog``: plone.indexer's
+    wrapper (an ``IIndexableObject`` adapter), else CMF's, unless ``obj``
+    is one already."""
+    from plone.indexer.interfaces import IIndexableObject
+    from Products.CMFCore.CatalogTool import IndexableObjectWrapper
+    from zope.component import queryMultiAdapter
+
+    if IIndexableObject.providedBy(obj):
+        return obj
+    wrapped = queryMultiAdapter((obj, catalog), IIndexableObject)
+    return wrapped if wrapped is not None else IndexableObjectWrapper(obj, catalog)
+
+
 @dataclass(frozen=True)
 class CatalogRow:
     """What the catalog stores for one object, ready for PostgreSQL."""
@@ -46,7 +60,7 @@ class CatalogRow:
         return path_depth(self.path)
 
     def as_json(self) -> dict:
-        """The row as query overlays read it (``query.Overlay``)."""
+        """The row as query overlays read it (``overlay.Overlay``)."""
         return {
             "zoid": self.zoid,
             "path": self.path,
@@ -149,7 +163,7 @@ class CatalogPatch:
         )
 
     def as_json(self) -> dict:
-        """The patch as query overlays read it (``query.Overlay``)."""
+        """The patch as query overlays read it (``overlay.Overlay``)."""
         return {
             "zoid": self.zoid,
             "vals": self.values,

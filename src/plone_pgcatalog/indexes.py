@@ -15,7 +15,7 @@ definition:
   ``getEntryForObject``, ``len()``, ``_apply_index``, ``query_index``, the
   read-only ``_index`` and ``_unindex`` mappings) read the catalog's rows
   of the site in PostgreSQL, with this transaction's pending rows laid
-  over them (``query.Overlay``), as ZCatalog sees what it has indexed.
+  over them (``overlay.Overlay``), as ZCatalog sees what it has indexed.
 
 Values come back in the Python form and order ZCatalog's index gives.
 JSON cannot tell a DateTime stored as microseconds (``registry.comparable``)
@@ -45,10 +45,9 @@ from BTrees.IIBTree import intersection
 from BTrees.LLBTree import LLTreeSet
 from collections.abc import Callable
 from DateTime import DateTime
-from plone.indexer.interfaces import IIndexableObject
-from plone_pgcatalog import connection
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.errors import PGCatalogConfigurationError
+from plone_pgcatalog.extraction import indexable
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
@@ -59,24 +58,21 @@ from plone_pgcatalog.registry import DateRangeTranslator
 from plone_pgcatalog.registry import DateTranslator
 from plone_pgcatalog.registry import FieldTranslator
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.registry import json_key
 from plone_pgcatalog.registry import KeywordTranslator
 from plone_pgcatalog.registry import PositionTranslator
 from plone_pgcatalog.registry import RecurringDateTranslator
 from plone_pgcatalog.registry import TextTranslator
 from plone_pgcatalog.registry import UUIDTranslator
-from Products.CMFCore.CatalogTool import IndexableObjectWrapper
+from plone_pgcatalog.store import connection
+from plone_pgcatalog.store import layout
+from plone_pgcatalog.store.layout import json_key
 from psycopg import sql
-from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
-from psycopg.types.json import JsonbLoader
-from zope.component import queryMultiAdapter
 from zope.interface import directlyProvides
 from zope.interface import providedBy
 
 import datetime
 import logging
-import orjson
 import psycopg
 
 logger = logging.getLogger(__name__)
@@ -95,17 +91,12 @@ _WORDS = sql.SQL(
 # -- reading rows --------------------------------------------------------------
 
 
-class _OrjsonLoader(JsonbLoader):
-    def load(self, data):
-        return orjson.loads(bytes(data) if isinstance(data, memoryview) else data)
-
-
 class _Rows:
     """The catalog rows of one site, for one call: where and how to read them.
 
-    ``scope()`` is ``FROM <rows> WHERE idx IS NOT NULL AND <in the site>``
-    with its parameters; the rows are ``object_state`` with this
-    transaction's pending changes laid over it, as searches see them.
+    ``scope()`` is ``FROM <rows> WHERE <cataloged> AND <in the site>``
+    with its parameters; the rows are the stored ones with this
+    transaction's pending changes laid over them, as searches see them.
     """
 
     def __init__(self, tool):
@@ -125,16 +116,18 @@ class _Rows:
 
     def scope(self, joined: sql.Composable | None = None) -> tuple[sql.Composed, list]:
         site, site_params = path_clause(self.site_path, -1)
-        statement = sql.SQL("FROM {}{} WHERE idx IS NOT NULL AND {}").format(
-            self.source, joined if joined is not None else sql.SQL(""), site
+        statement = sql.SQL("FROM {}{} WHERE {} AND {}").format(
+            self.source,
+            joined if joined is not None else sql.SQL(""),
+            layout.cataloged(),
+            site,
         )
         return statement, [*self.source_params, *site_params]
 
     def fetch(self, statement: sql.Composable, params) -> list[tuple]:
         try:
             with connection.reading(self.tool) as conn:
-                with conn.cursor(row_factory=tuple_row) as cursor:
-                    cursor.adapters.register_loader("jsonb", _OrjsonLoader)
+                with connection.json_cursor(conn) as cursor:
                     cursor.execute(statement, params)
                     return cursor.fetchall()
         except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
@@ -156,7 +149,7 @@ def _source() -> tuple[sql.Composable, tuple]:
     pending = current_pending()
     overlay = pending.overlay() if pending else None
     if not overlay:
-        return sql.SQL("object_state"), ()
+        return layout.TABLE, ()
     return overlay.source()
 
 
@@ -539,10 +532,7 @@ class ValueIndexView(DataIndexView):
                 path,
             )
             return None
-        wrapped = queryMultiAdapter((obj, tool), IIndexableObject)
-        if wrapped is None:
-            wrapped = IndexableObjectWrapper(obj, tool)
-        return _number_decoder(self._sample(wrapped))
+        return _number_decoder(self._sample(indexable(obj, tool)))
 
     def _decode(self, value, rows: _Rows, path: str | None = None):
         if not _is_number(value):

@@ -72,3 +72,12 @@ class IIndexTranslator(Interface):
     def sort_expressions(index):
         """Return SQL expressions to ``ORDER BY`` for this index, or ``None``
         when the index cannot sort (ZCatalog then raises CatalogError)."""
+
+    # Optional: ``sql_indexes(index_name)``, the SQL indexes the type needs,
+    # as ``(kind, method, expression, predicate)`` tuples: ``kind`` a letter
+    # that tells an index's SQL indexes apart ("i" for the main one),
+    # ``method`` "btree" or "gin", ``expression`` the indexed expression as
+    # the translator's own queries write it (``store.layout``), ``predicate``
+    # None or a condition that narrows the partial index.  The catalog
+    # creates them when an index of the type is added, and drops them with
+    # it; without the method, the type gets none.

@@ -34,8 +34,8 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from array import array
 from collections.abc import Iterator
-from plone_pgcatalog import connection
-from plone_pgcatalog import search
+from plone_pgcatalog.store import connection
+from plone_pgcatalog.store import search
 from Products.ZCatalog.interfaces import IProgressHandler
 from ZODB.POSException import ConflictError
 from ZODB.utils import u64
@@ -121,7 +121,7 @@ def duration(seconds: float) -> str:
 
 def cataloged_paths(tool) -> list[str]:
     """The path of every row the catalog holds (this transaction included)."""
-    return [brain.getPath() for brain in tool._search({}, match_all=True)]
+    return [brain.getPath() for brain in tool.searchAll()]
 
 
 def resolve(tool, path: str):
@@ -261,7 +261,7 @@ class _Rebuild:
     def __init__(self, tool, pghandler, clock=time.monotonic):
         self.tool = tool
         self.pghandler = pghandler if pghandler is not None else ProgressLogHandler()
-        self.site_path = tool._site_path()
+        self.site_path = tool.site_path()
         # Read before anything is cataloged: rows of objects stored after
         # this transaction were written by their own commits (see keep_only).
         self.since = _snapshot_tid(tool)
@@ -285,7 +285,7 @@ class _Rebuild:
 
     def keep_only(self, zoids) -> None:
         """Forget, at commit, the site's rows that the rebuild did not write."""
-        self.tool._pending().keep_only(self.site_path, zoids, self.since)
+        self.tool.pending_changes().keep_only(self.site_path, zoids, self.since)
 
     def collect_garbage(self) -> None:
         jar = connection._jar(self.tool)

@@ -178,7 +178,7 @@ def object_will_move(obj, event) -> None:
             return
         # Queued changes name paths from before the move: apply them now.
         processQueue()
-        catalog._pending().move(old, new)
+        catalog.pending_changes().move(old, new)
         return
     # CMFCore queued an unindex at the old path just before this
     # subscriber (same event, registered after it): the row moves instead.

@@ -46,7 +46,7 @@ def _record(container) -> None:
         if index.meta_type == "GopipIndex"
     )
     if names:
-        catalog._pending().reorder(container, names)
+        catalog.pending_changes().reorder(container, names)
 
 
 def container_modified(container, event) -> None:
@@ -72,6 +72,6 @@ def object_moved(obj, event) -> None:
     if IOrderableFolder.providedBy(new_parent):
         catalog = pg_catalog(new_parent)
         if catalog is not None:
-            catalog._pending().mark_added(new_parent)
+            catalog.pending_changes().mark_added(new_parent)
     if IOrderableFolder.providedBy(old_parent):
         _record(old_parent)

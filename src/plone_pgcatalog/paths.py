@@ -56,6 +56,7 @@ from dataclasses import field
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
+from plone_pgcatalog.store import layout
 from psycopg import sql
 from zope.interface import implementer
 
@@ -75,6 +76,10 @@ class PathTranslator:
     derived from it at write time so that children, ancestors and depth
     limits are plain B-tree lookups.
     """
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        # The path columns have their indexes in ``schema.BASE_DDL``.
+        return []
 
     query_options = ("query", "level", "operator", "depth", "navtree", "navtree_start")
 
@@ -154,8 +159,8 @@ class Rows:
                 parts.append(sql.SQL(column + " = ANY(%s)"))
                 params.append(sorted(values))
         # Subtrees stay one range each: a range join against an array is
-        # never planned as index lookups, and a subquery on object_state
-        # would miss the transaction's pending rows (query.Overlay).
+        # never planned as index lookups, and a subquery on the table
+        # would miss the transaction's pending rows (overlay.Overlay).
         for path, low, high in self.subtrees:
             clause, values = path_clause(path, -1)
             if low > path_depth(path):
@@ -479,10 +484,9 @@ class PathSearch:
         prefix = self.site_path.rstrip("/") + "/"
         return (
             sql.SQL(
-                "(SELECT max(d.path_depth) FROM object_state AS d"
-                " WHERE d.idx IS NOT NULL AND (d.path = %s"
-                " OR (d.path >= %s AND d.path < %s)))"
-            ),
+                "(SELECT max(d.path_depth) FROM {} AS d"
+                " WHERE {} AND (d.path = %s OR (d.path >= %s AND d.path < %s)))"
+            ).format(layout.TABLE, layout.cataloged("d")),
             [self.site_path, prefix, prefix[:-1] + "0"],
         )
 

@@ -6,7 +6,7 @@ exactly as they apply to objects.  The state processor reads it during the
 commit; nothing else is written anywhere until then.
 
 Must not touch SQL or connections (``overlay()`` describes the changes
-for ``query.Overlay``, which builds the SQL).
+for ``overlay.Overlay``, which builds the SQL).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import replace
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
-from plone_pgcatalog.query import Overlay
-from plone_pgcatalog.relocation import compose
-from plone_pgcatalog.relocation import moved_path
-from plone_pgcatalog.relocation import Relocation
+from plone_pgcatalog.store.overlay import Overlay
+from plone_pgcatalog.store.relocation import compose
+from plone_pgcatalog.store.relocation import moved_path
+from plone_pgcatalog.store.relocation import Relocation
 from transaction.interfaces import IDataManagerSavepoint
 from transaction.interfaces import ISavepointDataManager
 from zope.interface import implementer

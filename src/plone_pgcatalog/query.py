@@ -8,9 +8,6 @@ naming no index, or an index with nothing to do, has no results), sorting
 without ``sort_on``) and batching (``b_start``, ``b_size``).  Each index's
 part comes from its translator in the registry.
 
-Also owns ``Overlay``: the SQL row source that lays a transaction's
-pending catalog changes over the stored rows (read-your-writes).
-
 A pure function: no database, no Zope objects beyond the index
 definitions.  The security terms (allowedRolesAndUsers, effectiveRange)
 are added by the tool before the query arrives here.
@@ -26,21 +23,18 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.relocation import relocated_rows
-from plone_pgcatalog.relocation import unmoved_clause
-from plone_pgcatalog.schema import searchable_vector
+from plone_pgcatalog.store.layout import cataloged
+from plone_pgcatalog.store.layout import has_key
+from plone_pgcatalog.store.layout import TABLE
+from plone_pgcatalog.store.overlay import Overlay
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.PluginIndexes.interfaces import IQueryIndex
 from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 _NOT_A_QUERY = frozenset(
     {"sort_on", "sort_order", "sort_limit", "b_start", "b_size", "show_inactive"}
 )
-
-#: The table a query reads, when the transaction has no pending changes.
-_TABLE = sql.SQL("object_state")
 
 
 @dataclass(frozen=True)
@@ -60,182 +54,6 @@ class QueryContext:
 
 
 @dataclass(frozen=True)
-class Overlay:
-    """This transaction's catalog changes, which PostgreSQL has not seen.
-
-    ``rows`` are JSON-ready dicts (zoid, path, parent_path, path_depth,
-    idx, searchable_text, text_config) that replace the stored rows of the
-    same zoids; ``patches`` (zoid, vals, removed, text_given,
-    searchable_text, text_config) are merged into the stored rows of their
-    zoids (partial reindexes); ``removed_paths`` and ``cleared_subtrees``
-    hide stored rows, and so does ``kept_subtrees`` (``(root, kept zoids,
-    tid)``, ``PendingCatalog.keep_only``): below ``root``, the stored rows
-    of other zoids whose objects were stored at or before ``tid``.
-    """
-
-    rows: tuple[dict, ...] = ()
-    patches: tuple[dict, ...] = ()
-    removed_paths: tuple[str, ...] = ()
-    cleared_subtrees: tuple[str, ...] = ()
-    kept_subtrees: tuple[tuple[str, list[int], int], ...] = ()
-    #: folders reordered in this transaction, and the new positions of
-    #: their items: ``{item path: {position index name: position}}``
-    reordered: tuple[str, ...] = ()
-    positions: dict = field(default_factory=dict)
-    #: subtrees moved in this transaction (``relocation.Relocation``):
-    #: their stored rows are read where the transaction has put them
-    relocations: tuple = ()
-
-    def __bool__(self) -> bool:
-        return bool(
-            self.rows
-            or self.patches
-            or self.removed_paths
-            or self.cleared_subtrees
-            or self.kept_subtrees
-            or self.reordered
-            or self.relocations
-        )
-
-    def source(self) -> tuple[sql.Composable, tuple]:
-        """A row source standing in for ``object_state`` (read-your-writes).
-
-        Stored rows, minus those this transaction changed or removed, plus
-        the pending rows, decoded from one JSON parameter.  PostgreSQL
-        pushes the query's conditions into both branches, so the stored
-        branch still uses the catalog's indexes.
-        """
-        gone = [sql.SQL("NOT path = ANY(%s)")]
-        gone_params: list = [list(self.removed_paths)]
-        for root in self.cleared_subtrees:
-            clause, values = path_clause(root, -1)
-            gone.append(sql.SQL("NOT ") + clause)
-            gone_params += values
-        changed = [row["zoid"] for row in (*self.rows, *self.patches)]
-        # Rows of moved subtrees have a branch of their own (below); the
-        # others are read as stored, which the indexes match.
-        unmoved, unmoved_params = unmoved_clause(self.relocations)
-        hidden = [sql.SQL("NOT zoid = ANY(%s::bigint[])"), unmoved, *gone]
-        hidden_params = [changed, *unmoved_params, *gone_params]
-        for root, kept, since in self.kept_subtrees:
-            # Stored rows only: patched rows are kept at commit.  (Rows of
-            # subtrees moved after ``keep_only`` in the same transaction
-            # are shown where they moved; a rebuild ends its transaction.)
-            clause, values = path_clause(root, -1)
-            keep = "NOT ({} AND tid <= %s AND NOT zoid = ANY(%s::bigint[]))"
-            hidden.append(sql.SQL(keep).format(clause))
-            hidden_params += [*values, since, kept]
-        columns = (
-            "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
-        )
-        stored_rows = sql.SQL(
-            columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
-        )
-        if not self.reordered:
-            branches = [
-                stored_rows.format(
-                    sql.SQL("idx"), sql.SQL(" AND ").join(hidden), sql.SQL("")
-                )
-            ]
-            params = list(hidden_params)
-        else:
-            # Items of reordered folders sort by their new positions; the
-            # other rows keep ``idx`` as stored, which the indexes match.
-            branches = [
-                stored_rows.format(
-                    sql.SQL("idx"),
-                    sql.SQL(" AND ").join(hidden),
-                    sql.SQL(" AND NOT parent_path = ANY(%s)"),
-                ),
-                stored_rows.format(
-                    sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
-                    sql.SQL(" AND ").join(hidden),
-                    sql.SQL(" AND parent_path = ANY(%s)"),
-                ),
-            ]
-            reordered = list(self.reordered)
-            params = [
-                *hidden_params,
-                reordered,
-                Jsonb(self.positions),
-                *hidden_params,
-                reordered,
-            ]
-        patch_columns = (
-            "p(zoid bigint, vals jsonb, removed text[], text_given boolean,"
-            " searchable_text text, text_config text)"
-        )
-        patch_vector = searchable_vector(
-            sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
-        )
-        if self.patches:
-            # Partial reindexes: stored rows with the new values merged in.
-            branches.append(
-                sql.SQL(
-                    "SELECT o.zoid, o.path, o.parent_path, o.path_depth,"
-                    " (o.idx - p.removed) || p.vals AS idx,"
-                    " CASE WHEN p.text_given THEN {vector}"
-                    " ELSE o.searchable_text END"
-                    " FROM object_state AS o JOIN jsonb_to_recordset(%s) AS"
-                    " {patch_columns} ON p.zoid = o.zoid"
-                    " WHERE o.idx IS NOT NULL AND {unmoved} AND {gone}"
-                ).format(
-                    vector=patch_vector,
-                    patch_columns=sql.SQL(patch_columns),
-                    unmoved=unmoved,
-                    gone=sql.SQL(" AND ").join(gone),
-                )
-            )
-            params += [Jsonb(list(self.patches)), *unmoved_params, *gone_params]
-        if self.relocations:
-            # Stored rows of moved subtrees, at their new paths, with their
-            # partial reindexes and new positions merged in.
-            moved, moved_params = relocated_rows(self.relocations)
-            branches.append(
-                sql.SQL(
-                    "SELECT m.zoid, m.path, m.parent_path, m.path_depth,"
-                    " (CASE WHEN p.zoid IS NULL THEN m.idx"
-                    " ELSE (m.idx - p.removed) || p.vals END)"
-                    " || COALESCE(%s::jsonb -> m.path, '{{}}'::jsonb) AS idx,"
-                    " CASE WHEN p.text_given THEN {vector}"
-                    " ELSE m.searchable_text END"
-                    " FROM ({moved}) AS m LEFT JOIN jsonb_to_recordset(%s) AS"
-                    " {patch_columns} ON p.zoid = m.zoid"
-                    " WHERE NOT m.zoid = ANY(%s::bigint[]) AND {gone}"
-                ).format(
-                    vector=patch_vector,
-                    moved=moved,
-                    patch_columns=sql.SQL(patch_columns),
-                    # ``path`` is the moved row's: the patches have none.
-                    gone=sql.SQL(" AND ").join(gone),
-                )
-            )
-            params += [
-                Jsonb(self.positions),
-                *moved_params,
-                Jsonb(list(self.patches)),
-                [row["zoid"] for row in self.rows],
-                *gone_params,
-            ]
-        pending = sql.SQL(
-            'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
-            " p.path_depth, p.idx, {vector}"
-            " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
-            " parent_path text, path_depth integer, idx jsonb,"
-            " searchable_text text, text_config text)"
-        ).format(
-            vector=searchable_vector(
-                sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
-            )
-        )
-        params.append(Jsonb(list(self.rows)))
-        source = sql.SQL("({}) AS object_state").format(
-            sql.SQL(" UNION ALL ").join([*branches, pending])
-        )
-        return source, tuple(params)
-
-
-@dataclass(frozen=True)
 class SearchSQL:
     """A translated query: rows, their order and the window to return."""
 
@@ -247,7 +65,7 @@ class SearchSQL:
     #: relevance of a full-text match, when the result is ordered by it
     score: sql.Composable | None = None
     score_params: tuple = ()
-    source: sql.Composable = field(default_factory=lambda: _TABLE)
+    source: sql.Composable = field(default_factory=lambda: TABLE)
     source_params: tuple = ()
     #: ``(start, stop)`` to cut from the whole result, for negative batches
     python_slice: tuple[int, int] | None = None
@@ -439,7 +257,7 @@ def build_query(
     """
     context = replace(context or QueryContext(), site_path=site_path)
     query = _canonical(query)
-    clauses: list[sql.Composable] = [sql.SQL("idx IS NOT NULL")]
+    clauses: list[sql.Composable] = [cataloged()]
     params: list = []
 
     site_clause, site_params = path_clause(site_path, -1)
@@ -514,7 +332,7 @@ def build_query(
     if b_size is not None and (b_start < 0 or b_size < 0):
         python_slice = (b_start, b_start + b_size)
         b_start, b_size = 0, None
-    source, source_params = overlay.source() if overlay else (_TABLE, ())
+    source, source_params = overlay.source() if overlay else (TABLE, ())
     return SearchSQL(
         where=sql.SQL(" AND ").join(clauses),
         params=tuple(params),
@@ -536,7 +354,7 @@ def _has_key(name: str) -> sql.Composable:
 
     Written so that no SQL index can answer it: with ``IS NOT NULL``, the
     sort key's B-tree became a way to read every row that has a value, and
-    the planner, whose estimates of combined conditions on ``object_state``
+    the planner, whose estimates of combined conditions on the shared table
     are about one row, took it where a selective condition's index was the
     plan (a folder of 1,000 items among 10,000 documents: the whole
     ``getObjPositionInParent`` index, 16 to 23 ms, instead of the folder's
@@ -544,7 +362,7 @@ def _has_key(name: str) -> sql.Composable:
     Indexes whose values few objects have say so with ``sort_presence``
     (DateRecurringIndex: only events have occurrences).
     """
-    return sql.SQL("idx ? {}").format(sql.Literal(name))
+    return has_key(name)
 
 
 def _order_by(query: dict, indexes: dict):

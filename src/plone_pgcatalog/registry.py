@@ -32,6 +32,13 @@ from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
+from plone_pgcatalog.store.layout import cataloged
+from plone_pgcatalog.store.layout import json_key
+from plone_pgcatalog.store.layout import ROWS
+from plone_pgcatalog.store.layout import SEARCHABLE_TEXT
+from plone_pgcatalog.store.layout import TABLE
+from plone_pgcatalog.store.layout import text_key
+from plone_pgcatalog.store.layout import words
 from Products.PluginIndexes.util import datetime_to_minutes
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -39,32 +46,7 @@ from zope.component import queryUtility
 from zope.interface import implementer
 
 import datetime
-import functools
 import math
-
-#: The column that holds the catalog's index values.
-IDX = sql.Identifier("idx")
-
-# Text compares like Python's str: by code point.  With UTF-8, byte order
-# ("C" collation) is code point order; a language collation is not: see
-# ``text_key``.
-
-
-@functools.lru_cache(maxsize=4096)
-def _quoted(index_name: str) -> str:
-    # Quoted by psycopg once per name: composing a literal is most of the
-    # time it takes to translate a query.
-    return sql.Literal(index_name).as_string(None)
-
-
-def json_key(index_name: str) -> sql.SQL:
-    """``idx->'name'``: the JSONB value of one index."""
-    return sql.SQL(f"(idx -> {_quoted(index_name)})")
-
-
-def text_key(index_name: str) -> sql.SQL:
-    """``idx->>'name'`` compared by code point, as Python compares str."""
-    return sql.SQL(f'((idx ->> {_quoted(index_name)}) COLLATE "C")')
 
 
 def comparable(value):
@@ -177,9 +159,9 @@ def _not_only(
     excluded = sql.SQL("NOT COALESCE({}, FALSE)").format(clause)
     has_value = json_key(name) + sql.SQL(" IS NOT NULL")
     site, site_params = path_clause(context.site_path, -1)
-    any_excluded = sql.SQL(
-        "EXISTS (SELECT 1 FROM object_state WHERE idx IS NOT NULL AND {} AND {})"
-    ).format(site, clause)
+    any_excluded = sql.SQL("EXISTS (SELECT 1 FROM {} WHERE {} AND {} AND {})").format(
+        TABLE, cataloged(), site, clause
+    )
     return (
         sql.SQL("{} AND ({} OR {})").format(excluded, has_value, any_excluded),
         [*params, *site_params, *params],
@@ -189,6 +171,19 @@ def _not_only(
 @implementer(IIndexTranslator)
 class FieldTranslator:
     """FieldIndex (and the single-valued types built like it)."""
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        """``(kind, method, expression, predicate)`` of each SQL index this
+        index type needs (``schema.index_ddl`` creates them).
+
+        A B-tree on the JSON value serves equality, ranges of numbers and
+        ORDER BY; ranges over strings compare ``text_key``, which that
+        B-tree cannot serve, so strings get a second one.
+        """
+        return [
+            ("i", "btree", json_key(index_name), None),
+            ("t", "btree", text_key(index_name), None),
+        ]
 
     query_options = ("query", "range", "not")
 
@@ -251,6 +246,10 @@ class _NumbersOnly:
     """An index whose values are all ints: sorted on the JSONB value alone,
     the expression of its B-tree index, which can then give the order."""
 
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        # Numbers only: no string ranges (FieldTranslator.sql_indexes).
+        return [("i", "btree", json_key(index_name), None)]
+
     def sort_expressions(self, index):
         return [json_key(index.getId())]
 
@@ -273,6 +272,9 @@ class DateTranslator(_NumbersOnly, FieldTranslator):
 @implementer(IIndexTranslator)
 class BooleanTranslator(FieldTranslator):
     """BooleanIndex: true or false; a missing attribute is false."""
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        return [("i", "btree", json_key(index_name), None)]
 
     query_options = ("query",)
 
@@ -297,6 +299,11 @@ class BooleanTranslator(FieldTranslator):
 @implementer(IIndexTranslator)
 class KeywordTranslator:
     """KeywordIndex: a JSON array of the object's unique keywords."""
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        """GIN serves containment and key existence (``@>``, ``?|``) on the
+        JSON array of keywords (``FieldTranslator.sql_indexes``)."""
+        return [("i", "gin", json_key(index_name), None)]
 
     query_options = ("query", "range", "not", "operator")
 
@@ -340,14 +347,21 @@ class KeywordTranslator:
                 params,
             )
         # Unqualified columns in the subquery are those of "o"; the row
-        # being tested is "object_state" (the outer query's name for it).
+        # being tested is ``ROWS`` (the outer query's name for it).
         site, site_params = path_clause(context.site_path, -1)
         missing_one = sql.SQL(
-            "NOT EXISTS (SELECT 1 FROM object_state AS o,"
+            "NOT EXISTS (SELECT 1 FROM {table} AS o,"
             " jsonb_array_elements(o.idx -> {name}) AS e(k)"
-            " WHERE o.idx IS NOT NULL AND {site} AND {bounds}"
-            " AND NOT object_state.idx -> {name} @> jsonb_build_array(e.k))"
-        ).format(name=sql.Literal(name), site=site, bounds=bounds)
+            " WHERE {cataloged} AND {site} AND {bounds}"
+            " AND NOT {rows}.idx -> {name} @> jsonb_build_array(e.k))"
+        ).format(
+            table=TABLE,
+            name=sql.Literal(name),
+            cataloged=cataloged("o"),
+            site=site,
+            bounds=bounds,
+            rows=ROWS,
+        )
         return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), missing_one), [
             *site_params,
             *params,
@@ -403,6 +417,10 @@ class DateRangeTranslator:
 
     ``null`` stands for an open end, as ``None`` does in ZCatalog.
     """
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        # A range test reads both bounds of each row; no SQL index serves it.
+        return []
 
     query_options = ("query",)
 
@@ -464,6 +482,14 @@ class TextTranslator:
     (Title, Description) are stored as words in ``idx`` and matched
     exactly, as ZCatalog's lexicon matches them.
     """
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        """GIN on the words matched with ``to_tsvector('simple', ...)``
+        (``_vector``); SearchableText's column has its index in
+        ``schema.BASE_DDL``."""
+        if index_name == "SearchableText":
+            return []
+        return [("i", "gin", words(index_name), None)]
 
     query_options = ("query",)
 
@@ -547,11 +573,7 @@ class TextTranslator:
 
     def _vector(self, index):
         name = index.getId()
-        if name == "SearchableText":
-            return sql.SQL("searchable_text")
-        return sql.SQL(
-            "to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))"
-        ).format(sql.Literal(name))
+        return SEARCHABLE_TEXT if name == "SearchableText" else words(name)
 
     def where(self, index, query, context):
         if not query.keys:
@@ -620,6 +642,20 @@ class RecurringDateTranslator(KeywordTranslator):
     one entry per occurrence, so it is queried like a keyword index whose
     keywords are the occurrences (values, ranges, ``not``, ``and``).
     """
+
+    def sql_indexes(self, index_name: str) -> list[tuple]:
+        """GIN on the occurrences (queried with ``@>``), and, as they are
+        stored sorted, B-trees on the first and the last, which bound a
+        range query.  Only objects with occurrences: the first one's index,
+        in the order of the first occurrence (the sort key), also serves
+        "has a value" (``sort_presence``), which GIN cannot answer."""
+        value = json_key(index_name)
+        has_value = sql.SQL("{} IS NOT NULL").format(value)
+        return [
+            *super().sql_indexes(index_name),
+            ("f", "btree", sql.SQL("({} -> 0)").format(value), has_value),
+            ("l", "btree", sql.SQL("({} -> -1)").format(value), has_value),
+        ]
 
     query_options = ("query", "range", "not")
 

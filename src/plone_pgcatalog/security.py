@@ -6,8 +6,8 @@ object and reads ``allowedRolesAndUsers`` of each: a sharing change on a
 folder of 5,000 items loads 5,000 objects, as ZCatalog does.
 
 Here the descendants' values are computed from what decides them, read
-from their committed states in one query (``object_state.state``, the
-JSON zodb-pgjsonb keeps of each object), without loading them:
+from their committed states in one query (the JSON zodb-pgjsonb keeps of
+each object), without loading them:
 
 - Plone's indexer (``Products.CMFPlone.CatalogTool.allowedRolesAndUsers``)
   takes the roles that have "Access contents information" on the object
@@ -41,14 +41,14 @@ from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from dataclasses import dataclass
-from plone_pgcatalog import connection
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.search import json_cursor
+from plone_pgcatalog.store import connection
+from plone_pgcatalog.store import layout
 from Products.CMFCore.CMFCatalogAware import CatalogAware
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.utils import getToolByName
@@ -283,10 +283,10 @@ def _plone_adapters_only(site_manager) -> bool:
     Remembered until a registry changes (its generation counts every
     registration), so that it costs nothing on each call.
     """
-    from borg.localrole.default_adapter import DefaultLocalRoleAdapter
-    from borg.localrole.interfaces import ILocalRoleProvider
     # From where borg.localrole itself imports it: its old place warns.
     from borg.localrole.bbb.interfaces import IWorkspace
+    from borg.localrole.default_adapter import DefaultLocalRoleAdapter
+    from borg.localrole.interfaces import ILocalRoleProvider
     from plone.indexer.interfaces import IIndexer
     from Products.CMFPlone import CatalogTool
 
@@ -360,7 +360,7 @@ _SUBTREE = sql.SQL(
     "  SELECT jsonb_object_agg(key, value) FROM jsonb_each(state)"
     "  WHERE key = ANY(%s::text[])) END,"
     " jsonb_typeof(state) = 'object' AND state ?| %s::text[]"
-    " FROM object_state WHERE idx IS NOT NULL AND {subtree}"
+    " FROM {table} WHERE {cataloged} AND {subtree}"
 )
 
 
@@ -381,9 +381,14 @@ class StoredRow:
 def read_subtree(conn: psycopg.Connection, root: str) -> list[StoredRow]:
     """The cataloged rows at and below ``root`` with their settings."""
     subtree, params = path_clause(root, -1)
-    statement = _SUBTREE.format(index=sql.Literal(INDEX), subtree=subtree)
+    statement = _SUBTREE.format(
+        index=sql.Literal(INDEX),
+        table=layout.TABLE,
+        cataloged=layout.cataloged(),
+        subtree=subtree,
+    )
     rows = []
-    with json_cursor(conn) as cursor:
+    with connection.json_cursor(conn) as cursor:
         cursor.execute(
             statement, (_ATTRIBUTES, _CONTAINER_KEYS, *params), prepare=False
         )
@@ -548,7 +553,7 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
             )
         )
     if patches:
-        pending = catalog._pending()
+        pending = catalog.pending_changes()
         for patch in patches:
             pending.patch(patch)
     # A value computed from the states these rows had must not overwrite

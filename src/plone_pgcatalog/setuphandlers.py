@@ -11,13 +11,13 @@ new tool reaches holds the old one's data, which becomes unreferenced and
 leaves the ZODB at the next pack.  The old tool's rows of the site leave
 PostgreSQL at the uninstall's commit.
 
-The catalog's schema on ``object_state`` (``schema``) follows: an install
+The catalog's schema (``store.schema``) follows: an install
 puts back what is missing of it, an uninstall takes it all away once no
 catalog of the database has rows left (another site may still use it).
 Neither can run where they are asked for: DDL must not run inside a
 request's read snapshot, and the uninstall's own commit needs the columns
 (the processor clears the site's rows in them).  So both are zodb-pgjsonb
-deferred actions (``SchemaChange``), run when a transaction of this
+deferred actions (``store.ddl.SchemaChange``), run when a transaction of this
 process begins, outside any snapshot of its own: the install's at the
 latest when its commit begins, the uninstall's queued by its commit, once
 it succeeded.  A change that does not get its locks (other requests'
@@ -35,8 +35,9 @@ from Acquisition import aq_parent
 from collections.abc import Callable
 from functools import partial
 from plone.base.interfaces import INonInstallable
-from plone_pgcatalog import connection
-from plone_pgcatalog import schema
+from plone_pgcatalog.store import ddl
+from plone_pgcatalog.store import schema
+from plone_pgcatalog.store.ddl import SchemaChange
 from plone_pgcatalog.tool import PGCatalogTool
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import getToolByName
@@ -47,18 +48,10 @@ from zope.interface import implementer
 
 import logging
 import psycopg
-import threading
 
 logger = logging.getLogger(__name__)
 
 TOOL_ID = "portal_catalog"
-
-#: How long a schema change waits for each lock.  While it waits, new
-#: readers of ``object_state`` queue behind it: short, and tried again.
-LOCK_TIMEOUT = "5s"
-#: Seconds before each new try of a schema change that did not get its
-#: locks; after the last one it gives up and says how to try again.
-RETRY_DELAYS = (10.0, 60.0, 300.0, 900.0)
 
 
 class _Installs:
@@ -174,72 +167,6 @@ def uninstall_catalog(site):
     return tool
 
 
-class SchemaChange:
-    """A change of the catalog's schema, as a zodb-pgjsonb deferred action.
-
-    zodb-pgjsonb calls it with the DSN when a transaction of this process
-    begins (before its read snapshot, or its commit): ``change`` gets an
-    autocommit connection.  zodb-pgjsonb forgets an action that failed: a
-    change that did not get its locks in ``LOCK_TIMEOUT`` (each try is
-    whole transactions, so nothing is half done) queues itself again after
-    the next of ``RETRY_DELAYS`` (a timer: queued at once, a try would
-    cost every transaction of the process a connection until then), then
-    gives up with an error that says how to try again (``remedy``).
-    """
-
-    def __init__(
-        self,
-        storage: PGJsonbStorage,
-        label: str,
-        change: Callable[[psycopg.Connection], None],
-        remedy: str,
-        attempt: int = 0,
-    ):
-        self.storage = storage
-        self.label = label
-        self.change = change
-        self.remedy = remedy
-        self.attempt = attempt
-
-    def queue(self) -> None:
-        # No version: zodb-pgjsonb runs it every time it is queued.
-        self.storage.defer_startup_action(self, f"plone_pgcatalog {self.label}")
-
-    def __call__(self, dsn: str) -> None:
-        try:
-            with connection.ddl_connection_to(dsn) as conn:
-                self.change(conn)
-        except psycopg.OperationalError as error:
-            self._again(error)
-
-    def _again(self, error: psycopg.OperationalError) -> None:
-        if self.attempt >= len(RETRY_DELAYS):
-            logger.error(
-                "plone_pgcatalog: %s given up after %d tries (%s): %s",
-                self.label,
-                self.attempt + 1,
-                str(error).strip(),
-                self.remedy,
-            )
-            return
-        delay = RETRY_DELAYS[self.attempt]
-        logger.warning(
-            "plone_pgcatalog: %s not done (%s); trying again in %s s",
-            self.label,
-            str(error).strip(),
-            delay,
-        )
-        again = SchemaChange(
-            self.storage, self.label, self.change, self.remedy, self.attempt + 1
-        )
-        if delay <= 0:
-            again.queue()
-            return
-        timer = threading.Timer(delay, again.queue)
-        timer.daemon = True
-        timer.start()
-
-
 def _pgjsonb_storage(site) -> PGJsonbStorage | None:
     storage = site._p_jar.db().storage
     return storage if isinstance(storage, PGJsonbStorage) else None
@@ -254,7 +181,7 @@ def _create_schema(site, definitions: dict) -> None:
     indexes = tuple((name, index.meta_type) for name, index in definitions.items())
 
     def change(conn: psycopg.Connection) -> None:
-        created = schema.create_schema(conn, LOCK_TIMEOUT, indexes)
+        created = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
         if created:
             logger.info("plone_pgcatalog: schema created: %s", ", ".join(created))
 
@@ -301,7 +228,7 @@ def _drop_schema(conn: psycopg.Connection, installs: int) -> None:
     if _Installs.count != installs:
         logger.info("plone_pgcatalog: the schema stays: a catalog was installed since")
         return
-    dropped = schema.drop_schema(conn, LOCK_TIMEOUT)
+    dropped = schema.drop_schema(conn, ddl.LOCK_TIMEOUT)
     if dropped.kept:
         logger.info("plone_pgcatalog: the schema stays: %s", dropped.kept)
         return

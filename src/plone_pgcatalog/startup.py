@@ -11,8 +11,8 @@ such a storage gets a clear error when the catalog is used.
 
 from __future__ import annotations
 
-from plone_pgcatalog import processor
 from plone_pgcatalog import timezones
+from plone_pgcatalog.store import processor
 
 import logging
 

@@ -40,9 +40,9 @@ from plone.testing import Layer
 from plone.testing import zope as zope_testing
 from plone.testing.zope import addRequestContainer
 from plone_pgcatalog import embedded
-from plone_pgcatalog import processor
 from plone_pgcatalog import snapshots
 from plone_pgcatalog import startup
+from plone_pgcatalog.store import processor
 from psycopg import sql
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest

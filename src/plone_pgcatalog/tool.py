@@ -29,19 +29,15 @@ from OFS.Folder import Folder
 from OFS.ObjectManager import ObjectManager
 from Persistence import PersistentMapping
 from persistent import Persistent
-from plone.indexer.interfaces import IIndexableObject
-from plone_pgcatalog import connection
 from plone_pgcatalog import maintenance
 from plone_pgcatalog import metadata
-from plone_pgcatalog import processor
-from plone_pgcatalog import schema
-from plone_pgcatalog import search
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.extraction import extract_patch
 from plone_pgcatalog.extraction import extract_row
+from plone_pgcatalog.extraction import indexable
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.indexes import index_data
 from plone_pgcatalog.indexes import IndexMapping
@@ -49,11 +45,15 @@ from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.pending import pending_changes
 from plone_pgcatalog.query import build_query
-from plone_pgcatalog.query import Overlay
 from plone_pgcatalog.query import QueryContext
-from plone_pgcatalog.relocation import relocate
+from plone_pgcatalog.store import connection
+from plone_pgcatalog.store import processor
+from plone_pgcatalog.store import schema
+from plone_pgcatalog.store import search
+from plone_pgcatalog.store.ddl import SchemaChange
+from plone_pgcatalog.store.overlay import Overlay
+from plone_pgcatalog.store.relocation import relocate
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
-from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
 from Products.CMFCore.utils import _getAuthenticatedUser
@@ -63,7 +63,6 @@ from Products.PluginIndexes.interfaces import IPluggableIndex
 from Products.ZCatalog.interfaces import IZCatalog
 from urllib.parse import quote
 from zExceptions import BadRequest
-from zope.component import queryMultiAdapter
 from zope.interface import implementer
 
 import functools
@@ -282,17 +281,13 @@ class PGCatalogTool(UniqueObject, Folder):
             return
         storage = self._storage()
         processor.register(storage)
-
-        def run(dsn: str) -> None:
-            with psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("SET lock_timeout = '30s'")
-                conn.execute(ddl)
-
-        storage.defer_startup_action(
-            run,
-            f"plone_pgcatalog {label}",
+        SchemaChange(
+            storage,
+            label,
+            lambda conn: conn.execute(ddl),
+            remedy="run the catalog's ensure_sql_indexes() again",
             version=hashlib.sha1(ddl.as_string().encode()).hexdigest(),
-        )
+        ).queue()
 
     @security.private
     def ensure_sql_indexes(self) -> None:
@@ -302,8 +297,12 @@ class PGCatalogTool(UniqueObject, Folder):
 
     # -- write path -------------------------------------------------------------
 
-    def _pending(self):
+    @security.private
+    def pending_changes(self):
         """This transaction's pending changes; the commit will write them.
+
+        The one way in for code that changes the catalog outside
+        ``catalog_object`` (moves, ordering, security reindexes, rebuilds).
 
         Objects the transaction stores get their catalog columns in the
         same INSERT as their state; the others (a reindex of an unchanged
@@ -327,16 +326,12 @@ class PGCatalogTool(UniqueObject, Folder):
         unless ``update_metadata`` is false), as ZCatalog does; the object
         itself is not stored again.
         """
+        wrapped = indexable(obj, self)
         content = obj
-        if IIndexableObject.providedBy(obj):
-            wrapped = obj
+        if wrapped is obj:
             unwrap = getattr(obj, "_getWrappedObject", None)
             if unwrap is not None:
                 content = unwrap()
-        else:
-            wrapped = queryMultiAdapter((obj, self), IIndexableObject)
-            if wrapped is None:
-                wrapped = IndexableObjectWrapper(obj, self)
         path = uid or "/".join(content.getPhysicalPath())
         zoid = self._zoid_of(content, path)
         if zoid is None:
@@ -359,7 +354,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 # ZCatalog gives a new row its metadata in any case.
                 read_metadata=bool(update_metadata) or not self._has_row(zoid),
             )
-            self._pending().patch(patch)
+            self.pending_changes().patch(patch)
             return
         row = extract_row(
             zoid,
@@ -371,7 +366,7 @@ class PGCatalogTool(UniqueObject, Folder):
         )
         # ``pghandler`` is ZCatalog's signature; progress is reported by the
         # loops that catalog many objects (maintenance.py), as in ZCatalog.
-        self._pending().catalog(row)
+        self.pending_changes().catalog(row)
 
     def _has_row(self, zoid: int) -> bool:
         """Whether ``zoid`` is cataloged, pending rows included."""
@@ -401,7 +396,7 @@ class PGCatalogTool(UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_entries)
     def uncatalog_object(self, uid: str) -> None:
-        self._pending().uncatalog(uid)
+        self.pending_changes().uncatalog(uid)
 
     # CMFCore's queue-aware API, unchanged: it calls the methods above.
     indexObject = PloneCatalogTool.indexObject
@@ -454,7 +449,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(manage_zcatalog_entries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
         """Remove every row of this site from the catalog (at commit)."""
-        self._pending().uncatalog_subtree(self._site_path())
+        self.pending_changes().uncatalog_subtree(self.site_path())
         if REQUEST and RESPONSE:
             _back_to_zmi(RESPONSE, URL1, "Catalog Cleared")
 
@@ -495,8 +490,15 @@ class PGCatalogTool(UniqueObject, Folder):
 
     # -- query path -------------------------------------------------------------
 
-    def _site_path(self) -> str:
+    @security.private
+    def site_path(self) -> str:
+        """The path of the site this catalog catalogs (``/plone``)."""
         return "/".join(aq_parent(aq_inner(self)).getPhysicalPath())
+
+    @security.private
+    def site_languages(self) -> list[str]:
+        """The languages Plone's settings offer (default language first)."""
+        return _site_languages()
 
     _listAllowedRolesAndUsers = PloneCatalogTool._listAllowedRolesAndUsers
     allow_inactive = PloneCatalogTool.allow_inactive
@@ -558,7 +560,7 @@ class PGCatalogTool(UniqueObject, Folder):
         plan = build_query(
             query,
             self.getIndexDefinitions(),
-            self._site_path(),
+            self.site_path(),
             QueryContext(text_configs=self._text_configs(query)),
             overlay,
             match_all=match_all,
@@ -664,7 +666,7 @@ class PGCatalogTool(UniqueObject, Folder):
         if pending and rid in pending.rows:
             return pending.rows[rid].path
         with connection.reading(self) as conn:
-            path = search.path_of(conn, rid, self._site_path())
+            path = search.path_of(conn, rid, self.site_path())
         if path is None:
             raise KeyError(rid)
         # A row of a subtree this transaction moved: where it is now.

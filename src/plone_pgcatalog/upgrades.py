@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from Acquisition import aq_inner
 from Acquisition import aq_parent
-from plone_pgcatalog import schema
 from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.store import ddl
+from plone_pgcatalog.store import schema
 from Products.CMFCore.utils import getToolByName
 
 import logging
@@ -69,7 +70,7 @@ def to_4(setup_tool) -> None:
     lock held until the copy is done (readers and writers wait): run it
     when a pause is acceptable.  It runs after this step's commit, in its
     own connection, and tries again later if it cannot get the lock
-    (``setuphandlers.SchemaChange``).  Until then the catalog works as
+    (``store.ddl.SchemaChange``).  Until then the catalog works as
     before.
     """
     site = aq_parent(aq_inner(setup_tool))
@@ -85,5 +86,5 @@ def to_4(setup_tool) -> None:
 
 
 def _meta_to_json(conn) -> None:
-    if schema.meta_to_json(conn, setuphandlers.LOCK_TIMEOUT):
+    if schema.meta_to_json(conn, ddl.LOCK_TIMEOUT):
         logger.info("plone_pgcatalog 4: meta is json")

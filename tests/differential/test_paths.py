@@ -651,7 +651,7 @@ PLANNED = [
 @pytest.fixture(scope="module")
 def large_table():
     """20,000 catalog rows (and as many others) with the catalog's path indexes."""
-    from plone_pgcatalog.schema import BASE_DDL
+    from plone_pgcatalog.store.schema import BASE_DDL
     from plone_pgcatalog.testing import server_dsn
 
     import psycopg

@@ -10,8 +10,8 @@ from __future__ import annotations
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from plone_pgcatalog.connection import ddl_connection
-from plone_pgcatalog.schema import sql_index_name
+from plone_pgcatalog.store.connection import ddl_connection
+from plone_pgcatalog.store.schema import sql_index_name
 from Products.GenericSetup import EXTENSION
 from Products.GenericSetup import profile_registry
 from tests.conftest import collect_in

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 from plone_pgcatalog import embedded
-from plone_pgcatalog import schema
 from plone_pgcatalog import testing
 from plone_pgcatalog.cli import progress_handler
 from plone_pgcatalog.cli import ProgressBarHandler
 from plone_pgcatalog.maintenance import ProgressLogHandler
+from plone_pgcatalog.store import schema
 from Products.ZCatalog.interfaces import IProgressHandler
 from psycopg import sql
 from zope.interface.verify import verifyObject

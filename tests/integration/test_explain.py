@@ -3,7 +3,7 @@
 Owns: the proof that each query of ``tests/differential/queries.py`` (and of
 ``test_first_queries.py``), as each user sends it, reads the catalog through
 PostgreSQL indexes on a catalog of more than 10,000 rows, also when the
-transaction has pending changes (``query.Overlay``).
+transaction has pending changes (``overlay.Overlay``).
 
 The catalog
     ``content.build_content`` builds the differential suite's ~250 objects
@@ -61,7 +61,7 @@ What fails
 
 Pending changes
     After ``content.change_without_commit`` (not committed), the
-    read-your-writes queries read ``query.Overlay.source()``: stored rows
+    read-your-writes queries read ``overlay.Overlay.source()``: stored rows
     UNION ALL the pending rows from ``jsonb_to_recordset``.  Their plans
     must still read the stored branch through indexes.
 
@@ -324,8 +324,8 @@ class Recorded:
 
 def _record(catalog, query: dict, call: str) -> Recorded:
     """Search as Plone does; keep the tool's SQL instead of running it."""
-    from plone_pgcatalog import search
     from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import search
 
     recorded = Recorded()
 
@@ -438,7 +438,7 @@ SITE_ROOT = f"(path = '{SITE}'::text)"
 
 def _carried_by_every_query(index: str, condition: str | None) -> bool:
     """Whether an index condition is one of the terms every query has."""
-    from plone_pgcatalog.schema import sql_index_name
+    from plone_pgcatalog.store.schema import sql_index_name
 
     if index == sql_index_name("allowedRolesAndUsers"):
         return True
@@ -650,7 +650,7 @@ def test_reader_accepts_a_walk_through_an_index_that_holds_fewer_rows():
 
 
 def test_reader_finds_bitmaps_of_the_site_and_of_security_only():
-    from plone_pgcatalog.schema import sql_index_name
+    from plone_pgcatalog.store.schema import sql_index_name
 
     security = _bitmap(sql_index_name("allowedRolesAndUsers"), "(... ?| ...)")
     assert catalog_scans(_heap(_site_bitmap()), {})

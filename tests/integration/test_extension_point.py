@@ -7,7 +7,7 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
-from plone_pgcatalog.registry import json_key
+from plone_pgcatalog.store.layout import json_key
 from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -87,8 +87,8 @@ def test_an_index_type_without_translator_is_refused_clearly(pg_layer):
 
 
 def test_deleting_an_index_drops_its_sql_indexes_and_adding_it_creates_them(pg_layer):
-    from plone_pgcatalog import schema
-    from plone_pgcatalog.connection import ddl_connection
+    from plone_pgcatalog.store import schema
+    from plone_pgcatalog.store.connection import ddl_connection
 
     portal = pg_layer["portal"]
     catalog = portal.portal_catalog

@@ -597,7 +597,7 @@ def _statements(monkeypatch) -> list:
 
 
 def _plan(statement, params) -> str:
-    from plone_pgcatalog import connection
+    from plone_pgcatalog.store import connection
     from psycopg.rows import tuple_row
 
     catalog = api.portal.get_tool("portal_catalog")
@@ -611,7 +611,7 @@ def _plan(statement, params) -> str:
 
 
 def test_unique_values_of_a_field_index_use_its_btree(pg_layer, monkeypatch):
-    from plone_pgcatalog.schema import sql_index_name
+    from plone_pgcatalog.store.schema import sql_index_name
 
     catalog = api.portal.get_tool("portal_catalog")
     seen = _statements(monkeypatch)
@@ -623,7 +623,7 @@ def test_unique_values_of_a_field_index_use_its_btree(pg_layer, monkeypatch):
 
 
 def test_index_lookups_bind_their_values(pg_layer, monkeypatch):
-    from plone_pgcatalog import connection
+    from plone_pgcatalog.store import connection
 
     catalog = api.portal.get_tool("portal_catalog")
     conn = connection.read_connection(catalog)

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from dataclasses import field
 from DateTime import DateTime
 from plone import api
-from plone_pgcatalog import schema
 from plone_pgcatalog import setuphandlers
+from plone_pgcatalog.store import ddl
+from plone_pgcatalog.store import schema
 from plone_pgcatalog.testing import EXTENSION_PROFILES
 from plone_pgcatalog.testing import open_db
 from plone_pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
@@ -267,7 +268,8 @@ def _schema(dsn: str) -> Schema:
 
 
 class _Messages(logging.Handler):
-    """What ``setuphandlers`` logs, taken stage by stage."""
+    """What ``setuphandlers`` and its schema changes (``store.ddl``) log,
+    taken stage by stage."""
 
     def __init__(self):
         super().__init__(logging.INFO)
@@ -534,10 +536,11 @@ def lifecycle():
     from Products.CMFPlone.factory import addPloneSite
 
     messages = _Messages()
-    logger = logging.getLogger(setuphandlers.__name__)
-    logger.addHandler(messages)
-    level = logger.level
-    logger.setLevel(logging.INFO)
+    loggers = [logging.getLogger(module.__name__) for module in (setuphandlers, ddl)]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(messages)
+        logger.setLevel(logging.INFO)
     runner = run_in(PGCATALOG_FUNCTIONAL_TESTING)
     layer = next(runner)
     dsn = layer["pgcatalog_dsn"]
@@ -621,8 +624,8 @@ def lifecycle():
         # Uninstalled again, while another session reads object_state: the
         # drop does not get its lock, and is tried again.
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(setuphandlers, "LOCK_TIMEOUT", "200ms")
-            patch.setattr(setuphandlers, "RETRY_DELAYS", (0.0,))
+            patch.setattr(ddl, "LOCK_TIMEOUT", "200ms")
+            patch.setattr(ddl, "RETRY_DELAYS", (0.0,))
             site.portal_setup.runAllImportStepsFromProfile(UNINSTALL)
             transaction.commit()
             messages.take()
@@ -646,8 +649,9 @@ def lifecycle():
             stage.extra["schema"] = _schema(dsn)
         yield stages
     finally:
-        logger.removeHandler(messages)
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels):
+            logger.removeHandler(messages)
+            logger.setLevel(level)
         setSite(None)
         runner.close()
         # The next tests of this process need the schema; put it back if a

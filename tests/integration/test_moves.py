@@ -13,8 +13,8 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import extraction
-from plone_pgcatalog import processor
-from plone_pgcatalog.connection import ddl_connection
+from plone_pgcatalog.store import processor
+from plone_pgcatalog.store.connection import ddl_connection
 
 import transaction
 

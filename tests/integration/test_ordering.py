@@ -82,7 +82,7 @@ def test_adding_an_item_writes_no_sibling(pg_layer):
     folder = _folder_with_pages(portal)
     transaction.commit()
     api.content.create(container=folder, type="Document", id="late", title="Late")
-    pending = portal.portal_catalog._pending()
+    pending = portal.portal_catalog.pending_changes()
     assert pending.reordered == {}
     transaction.commit()
     assert _stored_positions(folder) == _live_positions(folder)
@@ -95,9 +95,9 @@ def test_a_rolled_back_reorder_is_forgotten(pg_layer):
     transaction.commit()
     savepoint = transaction.savepoint()
     folder.moveObjectsToTop(["p4"])
-    assert portal.portal_catalog._pending().reordered
+    assert portal.portal_catalog.pending_changes().reordered
     savepoint.rollback()
-    assert portal.portal_catalog._pending().reordered == {}
+    assert portal.portal_catalog.pending_changes().reordered == {}
     transaction.commit()
     assert _stored_positions(folder) == _live_positions(folder)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from plone_pgcatalog.connection import ddl_connection
+from plone_pgcatalog.store.connection import ddl_connection
 
 import pytest
 import transaction

@@ -13,7 +13,7 @@ from plone.app.testing import login
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
-from plone_pgcatalog import search
+from plone_pgcatalog.store import search
 
 import pytest
 import transaction

@@ -16,7 +16,7 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.indexer.interfaces import IIndexableObject
-from plone_pgcatalog.connection import ddl_connection
+from plone_pgcatalog.store.connection import ddl_connection
 from tests.integration.test_transactions import _in_other_thread
 from ZODB.POSException import ConflictError
 from zope.component import getGlobalSiteManager

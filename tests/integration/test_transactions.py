@@ -12,7 +12,7 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
-from plone_pgcatalog.connection import ddl_connection
+from plone_pgcatalog.store.connection import ddl_connection
 from Products.CMFCore.indexing import processQueue
 from ZODB.POSException import ConflictError
 
@@ -355,7 +355,7 @@ class _FailingVote:
 
 
 def test_a_failing_vote_after_the_catalog_wrote_leaves_no_trace(pg_layer, monkeypatch):
-    from plone_pgcatalog.processor import CatalogStateProcessor
+    from plone_pgcatalog.store.processor import CatalogStateProcessor
 
     finalized = []
     original = CatalogStateProcessor.finalize
@@ -392,7 +392,7 @@ def test_a_failed_read_leaves_the_snapshot_usable(pg_layer):
     """A catalog statement that fails must not take the request's read
     snapshot down with it: the error propagates, and the rest of the
     request still loads objects and searches, in the same snapshot."""
-    from plone_pgcatalog.connection import reading
+    from plone_pgcatalog.store.connection import reading
 
     import psycopg
 

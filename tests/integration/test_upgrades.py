@@ -5,7 +5,7 @@ from __future__ import annotations
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from plone_pgcatalog import schema
+from plone_pgcatalog.store import schema
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
 from psycopg import sql
 
@@ -13,7 +13,7 @@ import transaction
 
 
 def _database(portal):
-    from plone_pgcatalog.connection import ddl_connection
+    from plone_pgcatalog.store.connection import ddl_connection
 
     return ddl_connection(portal.portal_catalog)
 

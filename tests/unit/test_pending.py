@@ -15,7 +15,7 @@ from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.pending import pending_changes
 from plone_pgcatalog.pending import PendingCatalog
-from plone_pgcatalog.relocation import Relocation
+from plone_pgcatalog.store.relocation import Relocation
 from transaction.interfaces import IDataManagerSavepoint
 from transaction.interfaces import ISavepointDataManager
 from zope.interface.verify import verifyObject

@@ -1,6 +1,6 @@
 """The parameters the state processor binds for pending rows and patches.
 
-Covers ``plone_pgcatalog.processor.row_arrays`` (rows of objects whose
+Covers ``plone_pgcatalog.store.processor.row_arrays`` (rows of objects whose
 state the commit does not store: one array per column of one ``UPDATE``),
 ``patch_arrays`` (partial reindexes: one array per column of one merge)
 and ``row_params`` (a row written with its object's state).  Each array
@@ -11,12 +11,12 @@ statements are only read as text.
 
 from __future__ import annotations
 
-from plone_pgcatalog import processor
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
-from plone_pgcatalog.processor import patch_arrays
-from plone_pgcatalog.processor import row_arrays
-from plone_pgcatalog.processor import row_params
+from plone_pgcatalog.store import processor
+from plone_pgcatalog.store.processor import patch_arrays
+from plone_pgcatalog.store.processor import row_arrays
+from plone_pgcatalog.store.processor import row_params
 from psycopg.types.json import Json
 from psycopg.types.json import Jsonb
 

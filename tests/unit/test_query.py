@@ -244,8 +244,8 @@ def test_full_text_sorted_on_the_path_is_not_ranked():
 
 
 def test_moved_subtrees_are_read_at_their_new_paths():
-    from plone_pgcatalog.query import Overlay
-    from plone_pgcatalog.relocation import Relocation
+    from plone_pgcatalog.store.overlay import Overlay
+    from plone_pgcatalog.store.relocation import Relocation
 
     overlay = Overlay(relocations=(Relocation("/plone/a", "/plone/b/a"),))
     text, params = _sql(
@@ -266,7 +266,7 @@ def test_moved_subtrees_are_read_at_their_new_paths():
 
 
 def test_pending_rows_stand_in_for_the_table():
-    from plone_pgcatalog.query import Overlay
+    from plone_pgcatalog.store.overlay import Overlay
 
     overlay = Overlay(
         rows=(

@@ -9,10 +9,10 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
-from plone_pgcatalog.relocation import compose
-from plone_pgcatalog.relocation import moved_path
-from plone_pgcatalog.relocation import relocate
-from plone_pgcatalog.relocation import Relocation
+from plone_pgcatalog.store.relocation import compose
+from plone_pgcatalog.store.relocation import moved_path
+from plone_pgcatalog.store.relocation import relocate
+from plone_pgcatalog.store.relocation import Relocation
 
 #: A small tree of stored rows, so that random moves often overlap.
 STORED = [

@@ -1,6 +1,6 @@
 """The DDL that serves each catalog index, as SQL text.
 
-Covers ``plone_pgcatalog.schema.index_ddl``, ``drop_index_ddl`` and the
+Covers ``plone_pgcatalog.store.schema.index_ddl``, ``drop_index_ddl`` and the
 names they give (``sql_index_name``): which SQL indexes and statistics
 objects each index meta_type gets, that their expressions are the ones the
 query translators write, and that their names are valid PostgreSQL names,
@@ -9,12 +9,12 @@ unique and stable.  Pure: the statements are only composed, never run.
 
 from __future__ import annotations
 
-from plone_pgcatalog import schema
-from plone_pgcatalog.registry import json_key
-from plone_pgcatalog.registry import text_key
-from plone_pgcatalog.schema import drop_index_ddl
-from plone_pgcatalog.schema import index_ddl
-from plone_pgcatalog.schema import sql_index_name
+from plone_pgcatalog.store import schema
+from plone_pgcatalog.store.layout import json_key
+from plone_pgcatalog.store.layout import text_key
+from plone_pgcatalog.store.schema import drop_index_ddl
+from plone_pgcatalog.store.schema import index_ddl
+from plone_pgcatalog.store.schema import sql_index_name
 
 import pytest
 import re

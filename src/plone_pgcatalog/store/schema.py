@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from plone_pgcatalog.registry import get_translator
 from psycopg import sql
 
 import hashlib
@@ -116,23 +117,6 @@ BUMP_COUNTER = sql.SQL(
 
 READ_COUNTER = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = 'counter'")
 
-# GIN serves containment and key-existence operators (KeywordIndex, and
-# DateRecurringIndex: its occurrences are a JSON array queried with @>);
-# B-tree serves equality, ranges and ORDER BY of single values.
-_GIN_TYPES = frozenset({"KeywordIndex", "DateRecurringIndex"})
-_BTREE_TYPES = frozenset(
-    {"FieldIndex", "DateIndex", "BooleanIndex", "UUIDIndex", "GopipIndex"}
-)
-# Ranges over strings compare ``(idx ->> name) COLLATE "C"`` (registry's
-# ``text_key``), which the B-tree on ``idx -> name`` cannot serve.
-_STRING_RANGE_TYPES = frozenset({"FieldIndex", "UUIDIndex"})
-# Occurrences are stored sorted: the first and the last bound a range query.
-_OCCURRENCE_TYPES = frozenset({"DateRecurringIndex"})
-# Words in ``idx`` matched with ``to_tsvector('simple', ...)`` (registry's
-# ``TextTranslator._vector``); SearchableText has its own column and index.
-_TEXT_TYPES = frozenset({"ZCTextIndex"})
-_TEXT_COLUMN_INDEXES = frozenset({"SearchableText"})
-
 
 def sql_index_name(index_name: str, kind: str = "i") -> str:
     """A valid, unique PostgreSQL name for a catalog index's SQL objects.
@@ -148,35 +132,15 @@ def sql_index_name(index_name: str, kind: str = "i") -> str:
 
 def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
     """``(kind, method, expression, predicate)`` of each SQL index of one
-    catalog index; ``predicate`` narrows the partial index further.
+    catalog index, as its type's translator declares them
+    (``sql_indexes``); ``predicate`` narrows the partial index further.
 
-    Each expression is written exactly as the query translators write it
-    (registry.py), or PostgreSQL cannot match the index to the query.
+    The translators write each expression as their queries do
+    (``layout``), or PostgreSQL could not match the index to the query.
+    An index type whose translator declares none gets none.
     """
-    key = sql.Literal(index_name)
-    value = sql.SQL("(idx -> {})").format(key)
-    if meta_type in _GIN_TYPES:
-        found = [("i", "gin", value, None)]
-    elif meta_type in _BTREE_TYPES:
-        found = [("i", "btree", value, None)]
-    elif meta_type in _TEXT_TYPES and index_name not in _TEXT_COLUMN_INDEXES:
-        words = sql.SQL(
-            "to_tsvector('simple'::regconfig, COALESCE(idx ->> {}, ''))"
-        ).format(key)
-        return [("i", "gin", words, None)]
-    else:
-        return []
-    if meta_type in _STRING_RANGE_TYPES:
-        text = sql.SQL('((idx ->> {}) COLLATE "C")').format(key)
-        found.append(("t", "btree", text, None))
-    if meta_type in _OCCURRENCE_TYPES:
-        # Only objects with occurrences: the first index, in the order of
-        # the first occurrence (the sort key), also serves "has a value"
-        # (``idx -> name IS NOT NULL``, which GIN cannot answer).
-        has_value = sql.SQL("{} IS NOT NULL").format(value)
-        found.append(("f", "btree", sql.SQL("({} -> 0)").format(value), has_value))
-        found.append(("l", "btree", sql.SQL("({} -> -1)").format(value), has_value))
-    return found
+    declared = getattr(get_translator(meta_type), "sql_indexes", None)
+    return list(declared(index_name)) if declared is not None else []
 
 
 def index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:

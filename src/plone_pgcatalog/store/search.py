@@ -1,9 +1,8 @@
 """Running searches: one round trip for the ids, one for metadata.
 
 Owns: executing a translated query (``query.SearchSQL``) on a connection it
-is given, and the batch load of metadata for brains.  JSON is decoded with
-orjson, registered on our own cursors only (never globally: the
-connection belongs to the ZODB storage).
+is given, and the batch load of metadata for brains, on cursors that
+decode JSON with orjson (``connection.json_cursor``).
 
 Must not open connections or build query clauses.
 """
@@ -12,20 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from plone_pgcatalog.query import SearchSQL
-from plone_pgcatalog.schema import READ_COUNTER
+from plone_pgcatalog.store.connection import json_cursor
+from plone_pgcatalog.store.schema import READ_COUNTER
 from psycopg import sql
-from psycopg.rows import tuple_row
-from psycopg.types.json import JsonbLoader
 
-import orjson
 import psycopg
-
-
-class _OrjsonLoader(JsonbLoader):
-    # Text format: the same loader serves ``json`` and ``jsonb``.
-    def load(self, data):
-        return orjson.loads(bytes(data) if isinstance(data, memoryview) else data)
-
 
 _PATH_OF = sql.SQL(
     "SELECT path FROM object_state WHERE zoid = %s AND idx IS NOT NULL"
@@ -35,14 +25,6 @@ _PATH_OF = sql.SQL(
 _LOAD_METADATA = sql.SQL(
     "SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s::bigint[])"
 )
-
-
-def json_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
-    """A cursor of ``conn`` giving tuples, JSON decoded with orjson."""
-    cursor = conn.cursor(row_factory=tuple_row)
-    cursor.adapters.register_loader("jsonb", _OrjsonLoader)
-    cursor.adapters.register_loader("json", _OrjsonLoader)
-    return cursor
 
 
 @dataclass(frozen=True)

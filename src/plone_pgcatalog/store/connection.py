@@ -10,7 +10,10 @@ request sees, and costs no connection of its own.
 DDL (index creation) runs on a short autocommit connection to the same
 database, because DDL must not run inside the request's read snapshot.
 
-Everything else receives a connection or a cursor.
+Everything else receives a connection or a cursor; ``json_cursor`` is
+the one cursor every reader of catalog rows takes, decoding JSON with
+orjson on that cursor only (never globally: the connection belongs to the
+ZODB storage).
 """
 
 from __future__ import annotations
@@ -19,10 +22,28 @@ from Acquisition import aq_chain
 from contextlib import contextmanager
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from psycopg.pq import TransactionStatus
+from psycopg.rows import tuple_row
+from psycopg.types.json import JsonbLoader
 from ZODB.utils import u64
 
 import logging
+import orjson
 import psycopg
+
+
+class _OrjsonLoader(JsonbLoader):
+    # Text format: the same loader serves ``json`` and ``jsonb``.
+    def load(self, data):
+        return orjson.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
+def json_cursor(conn: psycopg.Connection) -> psycopg.Cursor:
+    """A cursor of ``conn`` giving tuples, JSON decoded with orjson."""
+    cursor = conn.cursor(row_factory=tuple_row)
+    cursor.adapters.register_loader("jsonb", _OrjsonLoader)
+    cursor.adapters.register_loader("json", _OrjsonLoader)
+    return cursor
+
 
 logger = logging.getLogger(__name__)
 

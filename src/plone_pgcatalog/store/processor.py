@@ -19,12 +19,12 @@ connections.
 
 from __future__ import annotations
 
-from plone_pgcatalog import schema
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
-from plone_pgcatalog.relocation import relocate_statement
+from plone_pgcatalog.store import schema
+from plone_pgcatalog.store.relocation import relocate_statement
 from psycopg import sql
 from psycopg.types.json import Json
 from psycopg.types.json import Jsonb

@@ -1,0 +1,197 @@
+"""Read-your-writes: a transaction's pending catalog changes as SQL.
+
+Owns ``Overlay``: the row source that lays the changes a transaction has
+made (``pending.PendingCatalog.overlay``) over the stored rows, so that a
+search made before the commit sees them, as ZCatalog's searches do.  A
+search reads it under the name ``layout.ROWS``, as it would read the table.
+
+Pure: composes SQL, opens no connection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.store.layout import ROWS
+from plone_pgcatalog.store.relocation import relocated_rows
+from plone_pgcatalog.store.relocation import unmoved_clause
+from plone_pgcatalog.store.schema import searchable_vector
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """This transaction's catalog changes, which PostgreSQL has not seen.
+
+    ``rows`` are JSON-ready dicts (zoid, path, parent_path, path_depth,
+    idx, searchable_text, text_config) that replace the stored rows of the
+    same zoids; ``patches`` (zoid, vals, removed, text_given,
+    searchable_text, text_config) are merged into the stored rows of their
+    zoids (partial reindexes); ``removed_paths`` and ``cleared_subtrees``
+    hide stored rows, and so does ``kept_subtrees`` (``(root, kept zoids,
+    tid)``, ``PendingCatalog.keep_only``): below ``root``, the stored rows
+    of other zoids whose objects were stored at or before ``tid``.
+    """
+
+    rows: tuple[dict, ...] = ()
+    patches: tuple[dict, ...] = ()
+    removed_paths: tuple[str, ...] = ()
+    cleared_subtrees: tuple[str, ...] = ()
+    kept_subtrees: tuple[tuple[str, list[int], int], ...] = ()
+    #: folders reordered in this transaction, and the new positions of
+    #: their items: ``{item path: {position index name: position}}``
+    reordered: tuple[str, ...] = ()
+    positions: dict = field(default_factory=dict)
+    #: subtrees moved in this transaction (``relocation.Relocation``):
+    #: their stored rows are read where the transaction has put them
+    relocations: tuple = ()
+
+    def __bool__(self) -> bool:
+        return bool(
+            self.rows
+            or self.patches
+            or self.removed_paths
+            or self.cleared_subtrees
+            or self.kept_subtrees
+            or self.reordered
+            or self.relocations
+        )
+
+    def source(self) -> tuple[sql.Composable, tuple]:
+        """A row source standing in for ``TABLE``, named ``ROWS``.
+
+        Stored rows, minus those this transaction changed or removed, plus
+        the pending rows, decoded from one JSON parameter.  PostgreSQL
+        pushes the query's conditions into both branches, so the stored
+        branch still uses the catalog's indexes.
+        """
+        gone = [sql.SQL("NOT path = ANY(%s)")]
+        gone_params: list = [list(self.removed_paths)]
+        for root in self.cleared_subtrees:
+            clause, values = path_clause(root, -1)
+            gone.append(sql.SQL("NOT ") + clause)
+            gone_params += values
+        changed = [row["zoid"] for row in (*self.rows, *self.patches)]
+        # Rows of moved subtrees have a branch of their own (below); the
+        # others are read as stored, which the indexes match.
+        unmoved, unmoved_params = unmoved_clause(self.relocations)
+        hidden = [sql.SQL("NOT zoid = ANY(%s::bigint[])"), unmoved, *gone]
+        hidden_params = [changed, *unmoved_params, *gone_params]
+        for root, kept, since in self.kept_subtrees:
+            # Stored rows only: patched rows are kept at commit.  (Rows of
+            # subtrees moved after ``keep_only`` in the same transaction
+            # are shown where they moved; a rebuild ends its transaction.)
+            clause, values = path_clause(root, -1)
+            keep = "NOT ({} AND tid <= %s AND NOT zoid = ANY(%s::bigint[]))"
+            hidden.append(sql.SQL(keep).format(clause))
+            hidden_params += [*values, since, kept]
+        columns = (
+            "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
+        )
+        stored_rows = sql.SQL(
+            columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
+        )
+        if not self.reordered:
+            branches = [
+                stored_rows.format(
+                    sql.SQL("idx"), sql.SQL(" AND ").join(hidden), sql.SQL("")
+                )
+            ]
+            params = list(hidden_params)
+        else:
+            # Items of reordered folders sort by their new positions; the
+            # other rows keep ``idx`` as stored, which the indexes match.
+            branches = [
+                stored_rows.format(
+                    sql.SQL("idx"),
+                    sql.SQL(" AND ").join(hidden),
+                    sql.SQL(" AND NOT parent_path = ANY(%s)"),
+                ),
+                stored_rows.format(
+                    sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
+                    sql.SQL(" AND ").join(hidden),
+                    sql.SQL(" AND parent_path = ANY(%s)"),
+                ),
+            ]
+            reordered = list(self.reordered)
+            params = [
+                *hidden_params,
+                reordered,
+                Jsonb(self.positions),
+                *hidden_params,
+                reordered,
+            ]
+        patch_columns = (
+            "p(zoid bigint, vals jsonb, removed text[], text_given boolean,"
+            " searchable_text text, text_config text)"
+        )
+        patch_vector = searchable_vector(
+            sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+        )
+        if self.patches:
+            # Partial reindexes: stored rows with the new values merged in.
+            branches.append(
+                sql.SQL(
+                    "SELECT o.zoid, o.path, o.parent_path, o.path_depth,"
+                    " (o.idx - p.removed) || p.vals AS idx,"
+                    " CASE WHEN p.text_given THEN {vector}"
+                    " ELSE o.searchable_text END"
+                    " FROM object_state AS o JOIN jsonb_to_recordset(%s) AS"
+                    " {patch_columns} ON p.zoid = o.zoid"
+                    " WHERE o.idx IS NOT NULL AND {unmoved} AND {gone}"
+                ).format(
+                    vector=patch_vector,
+                    patch_columns=sql.SQL(patch_columns),
+                    unmoved=unmoved,
+                    gone=sql.SQL(" AND ").join(gone),
+                )
+            )
+            params += [Jsonb(list(self.patches)), *unmoved_params, *gone_params]
+        if self.relocations:
+            # Stored rows of moved subtrees, at their new paths, with their
+            # partial reindexes and new positions merged in.
+            moved, moved_params = relocated_rows(self.relocations)
+            branches.append(
+                sql.SQL(
+                    "SELECT m.zoid, m.path, m.parent_path, m.path_depth,"
+                    " (CASE WHEN p.zoid IS NULL THEN m.idx"
+                    " ELSE (m.idx - p.removed) || p.vals END)"
+                    " || COALESCE(%s::jsonb -> m.path, '{{}}'::jsonb) AS idx,"
+                    " CASE WHEN p.text_given THEN {vector}"
+                    " ELSE m.searchable_text END"
+                    " FROM ({moved}) AS m LEFT JOIN jsonb_to_recordset(%s) AS"
+                    " {patch_columns} ON p.zoid = m.zoid"
+                    " WHERE NOT m.zoid = ANY(%s::bigint[]) AND {gone}"
+                ).format(
+                    vector=patch_vector,
+                    moved=moved,
+                    patch_columns=sql.SQL(patch_columns),
+                    # ``path`` is the moved row's: the patches have none.
+                    gone=sql.SQL(" AND ").join(gone),
+                )
+            )
+            params += [
+                Jsonb(self.positions),
+                *moved_params,
+                Jsonb(list(self.patches)),
+                [row["zoid"] for row in self.rows],
+                *gone_params,
+            ]
+        pending = sql.SQL(
+            'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
+            " p.path_depth, p.idx, {vector}"
+            " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
+            " parent_path text, path_depth integer, idx jsonb,"
+            " searchable_text text, text_config text)"
+        ).format(
+            vector=searchable_vector(
+                sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+            )
+        )
+        params.append(Jsonb(list(self.rows)))
+        source = sql.SQL("({}) AS {}").format(
+            sql.SQL(" UNION ALL ").join([*branches, pending]), ROWS
+        )
+        return source, tuple(params)
