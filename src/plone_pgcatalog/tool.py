@@ -1,16 +1,21 @@
 """``PGCatalogTool``: Plone's ``portal_catalog`` over PostgreSQL.
 
-Owns: the catalog API that Plone, CMF and add-ons call, as a thin facade
-over the steps of the data flow:
+Owns: the catalog API that Plone, CMF, the ZMI and add-ons call, as a
+facade over the steps of the data flow:
 
-- definitions: ZCatalog index objects and metadata column names, kept as
-  configuration only (``CatalogDefinitions``); they never hold data;
+- definitions: ``definitions.CatalogDefinitions`` (the tool's ``_catalog``;
+  existing databases recorded it as ``plone_pgcatalog.tool``'s, which the
+  import here keeps resolvable), SQL indexes queued through ``store.ddl``;
 - write: ``catalog_object`` → ``extraction`` → ``pending`` (the processor
-  writes it during the ZODB commit);
-- query: ``searchResults`` → security terms → ``query.build_query`` (pure)
-  → ``search.run_search`` (one round trip) → ``brains.LazyResults``.
+  writes it during the ZODB commit; ``conflicts`` checks what it replaces);
+- query: ``searchResults`` → security terms → ``results.search_results``
+  (translation, one round trip, ``brains.LazyResults``);
+- maintenance: ``maintenance`` (rebuild, refresh, reindex) and the ZMI
+  buttons.
 
-Nothing of the catalog's data is stored in the ZODB.
+For the CLI and other modules of this package: ``site_path()``,
+``site_languages()``, ``pending_changes()``.  Nothing of the catalog's
+data is stored in the ZODB.
 """
 
 from __future__ import annotations
@@ -23,35 +28,30 @@ from AccessControl.Permissions import search_zcatalog
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
-from Acquisition import Implicit
 from DateTime import DateTime
 from OFS.Folder import Folder
 from OFS.ObjectManager import ObjectManager
-from Persistence import PersistentMapping
-from persistent import Persistent
 from plone_pgcatalog import maintenance
 from plone_pgcatalog import metadata
-from plone_pgcatalog import snapshots
-from plone_pgcatalog.brains import LazyResults
-from plone_pgcatalog.errors import PGCatalogError
-from plone_pgcatalog.errors import UnknownIndexError
+from plone_pgcatalog.conflicts import found_by_searches
+from plone_pgcatalog.conflicts import read_current
+from plone_pgcatalog.conflicts import read_replaced_paths
+from plone_pgcatalog.definitions import CatalogDefinitions
+from plone_pgcatalog.definitions import IndexesView
 from plone_pgcatalog.extraction import extract_patch
 from plone_pgcatalog.extraction import extract_row
 from plone_pgcatalog.extraction import indexable
-from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.indexes import index_data
-from plone_pgcatalog.indexes import IndexMapping
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.pending import pending_changes
-from plone_pgcatalog.query import build_query
-from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.results import search_results
+from plone_pgcatalog.results import site_languages
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import processor
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.ddl import SchemaChange
-from plone_pgcatalog.store.overlay import Overlay
 from plone_pgcatalog.store.relocation import relocate
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
@@ -70,67 +70,8 @@ import hashlib
 import logging
 import psycopg
 import time
-import transaction
 
 logger = logging.getLogger(__name__)
-
-
-class CatalogDefinitions(Persistent, Implicit):
-    """Index definitions and metadata columns: ZCatalog's ``_catalog`` API.
-
-    ``indexes`` maps names to ZCatalog's plug-in index objects, used as
-    definitions (meta_type, indexed attributes, options) and as the objects
-    that GenericSetup and add-ons inspect; they stay empty.
-    """
-
-    def __init__(self):
-        self.indexes = PersistentMapping()
-        self.schema = PersistentMapping()  # column name -> position
-        self.names = ()
-
-    @property
-    def indexes(self) -> IndexMapping:
-        """Index views for readers (``indexes.IndexMapping``); the stored
-        attribute stays the persistent mapping of definitions."""
-        self._p_activate()
-        return IndexMapping(self.__dict__["indexes"], self)
-
-    @indexes.setter
-    def indexes(self, definitions: PersistentMapping) -> None:
-        self.__dict__["indexes"] = definitions
-        self._p_changed = True
-
-    def getIndex(self, name: str):
-        """The index ``name`` as add-ons read it: a view answering from
-        PostgreSQL (KeyError if there is no such index, as in ZCatalog)."""
-        return self.indexes[name]
-
-    def addIndex(self, name: str, index) -> None:
-        if name in self.indexes:
-            raise PGCatalogError(f"the index {name!r} already exists")
-        if not name or name.startswith("_"):
-            raise PGCatalogError(f"{name!r} is not a valid index name")
-        self.indexes[name] = aq_base(index)
-
-    def delIndex(self, name: str) -> None:
-        if name not in self.indexes:
-            raise UnknownIndexError(f"the index {name!r} does not exist")
-        del self.indexes[name]
-
-    def addColumn(self, name: str) -> None:
-        if name in self.schema:
-            raise PGCatalogError(f"the column {name!r} already exists")
-        if not name or name.startswith("_"):
-            raise PGCatalogError(f"{name!r} is not a valid metadata column name")
-        self.names = self.names + (name,)
-        self.schema[name] = len(self.names) - 1
-
-    def delColumn(self, name: str) -> None:
-        if name not in self.schema:
-            raise PGCatalogError(f"the column {name!r} does not exist")
-        self.names = tuple(n for n in self.names if n != name)
-        self.schema.clear()
-        self.schema.update({n: i for i, n in enumerate(self.names)})
 
 
 @implementer(IPGCatalogTool, ICatalogTool, IZCatalog)
@@ -312,7 +253,7 @@ class PGCatalogTool(UniqueObject, Folder):
         """
         processor.register(self._storage())
         connection.join_transaction(self)
-        return pending_changes(functools.partial(_read_replaced_paths, self))
+        return pending_changes(functools.partial(read_replaced_paths, self))
 
     @security.protected(manage_zcatalog_entries)
     def catalog_object(
@@ -336,7 +277,7 @@ class PGCatalogTool(UniqueObject, Folder):
         zoid = self._zoid_of(content, path)
         if zoid is None:
             return
-        _read_current(content)
+        read_current(content)
         definitions = self.getIndexDefinitions()
         if idxs:
             for name in idxs:
@@ -350,7 +291,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 self._catalog.names,
                 wrapped,
                 update_metadata=bool(update_metadata),
-                default_language=_site_languages()[0],
+                default_language=site_languages()[0],
                 # ZCatalog gives a new row its metadata in any case.
                 read_metadata=bool(update_metadata) or not self._has_row(zoid),
             )
@@ -362,7 +303,7 @@ class PGCatalogTool(UniqueObject, Folder):
             definitions,
             self._catalog.names,
             wrapped,
-            default_language=_site_languages()[0],
+            default_language=site_languages()[0],
         )
         # ``pghandler`` is ZCatalog's signature; progress is reported by the
         # loops that catalog many objects (maintenance.py), as in ZCatalog.
@@ -373,7 +314,7 @@ class PGCatalogTool(UniqueObject, Folder):
         pending = current_pending()
         if pending and zoid in pending.rows:
             return True
-        if zoid in _found_by_searches():
+        if zoid in found_by_searches():
             return True  # as reindexObjectSecurity finds its objects
         try:
             with connection.reading(self) as conn:
@@ -498,7 +439,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.private
     def site_languages(self) -> list[str]:
         """The languages Plone's settings offer (default language first)."""
-        return _site_languages()
+        return site_languages()
 
     _listAllowedRolesAndUsers = PloneCatalogTool._listAllowedRolesAndUsers
     allow_inactive = PloneCatalogTool.allow_inactive
@@ -539,7 +480,7 @@ class PGCatalogTool(UniqueObject, Folder):
         else:
             kw.pop("sort_on", None)
         merged = _merge(query, kw)
-        return self._search(merged)
+        return search_results(self, merged)
 
     __call__ = searchResults
 
@@ -547,100 +488,12 @@ class PGCatalogTool(UniqueObject, Folder):
     def unrestrictedSearchResults(self, REQUEST=None, **kw):
         """Search without security terms: every object, active or not."""
         processQueue()
-        return self._search(_merge(REQUEST, kw))
+        return search_results(self, _merge(REQUEST, kw))
 
     @security.private
     def _unrestrictedSearchResults(self, REQUEST=None, **kw):
         """Like unrestrictedSearchResults, without processing the queue."""
-        return self._search(_merge(REQUEST, kw))
-
-    def _search(self, query: dict, match_all: bool = False) -> LazyResults:
-        pending = current_pending()
-        overlay = pending.overlay() if pending else Overlay()
-        plan = build_query(
-            query,
-            self.getIndexDefinitions(),
-            self.site_path(),
-            QueryContext(text_configs=self._text_configs(query)),
-            overlay,
-            match_all=match_all,
-        )
-        try:
-            with connection.reading(self) as conn:
-                found = snapshots.results.get(
-                    self._result_key(plan),
-                    lambda: search.run_search(conn, plan),
-                    keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
-                )
-        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
-            # The catalog columns are created before the first commit that
-            # writes catalog data; until then nothing is cataloged.
-            logger.info("catalog columns not created yet: empty result")
-            found = search.Found([], 0)
-        _found_by_searches().update(zoid for zoid, _ in found.ids)
-        # Rows this transaction cataloged have their metadata here, not in
-        # PostgreSQL yet.
-        pending_meta: dict[int, dict] = {}
-        if pending:
-            pending_meta.update((zoid, row.meta) for zoid, row in pending.rows.items())
-            pending_meta.update(
-                (zoid, patch.meta)
-                for zoid, patch in pending.patches.items()
-                if patch.update_metadata
-            )
-
-        def load_metadata(zoids):
-            stored = [zoid for zoid in zoids if zoid not in pending_meta]
-            with connection.reading(self) as conn:
-                loaded = search.load_metadata(conn, stored)
-            loaded.update(
-                (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
-            )
-            return loaded
-
-        def rest(offset: int) -> tuple[list, list | None]:
-            with connection.reading(self) as conn:
-                more = search.fetch_rest(conn, plan, offset)
-            _found_by_searches().update(zoid for zoid, _ in more.ids)
-            return more.ids, more.scores
-
-        return LazyResults(
-            found.ids,
-            found.total,
-            self,
-            self._catalog.names,
-            load_metadata,
-            found.scores,
-            rest=None if plan.windowed or plan.python_slice else rest,
-        )
-
-    def _result_key(self, plan) -> tuple | None:
-        """The key of ``snapshots.results`` for a search's rows, or None
-        when they are not the stored rows alone (pending changes)."""
-        if plan.source_params or not snapshots.results.enabled:
-            return None  # not composing a key nobody will look up
-        snapshot = connection.snapshot_id(self)
-        if snapshot is None:
-            return None
-        statement, params = plan.ids_query()
-        return (*snapshot, statement.as_string(None), repr(params), plan.python_slice)
-
-    def _text_configs(self, query: dict) -> tuple[str, ...]:
-        """Languages whose stems a full-text query matches.
-
-        Those the query asks for with ``Language``, else the site's
-        available languages (Plone's language settings).
-        """
-        languages = query.get("Language")
-        if isinstance(languages, dict):
-            languages = languages.get("query")
-        if isinstance(languages, str):
-            languages = [languages]
-        if not isinstance(languages, (list, tuple)) or not languages:
-            languages = _site_languages()
-        configs = {text_config(language) for language in languages}
-        configs.discard("simple")
-        return tuple(sorted(configs))
+        return search_results(self, _merge(REQUEST, kw))
 
     # -- what else ZCatalog answers -------------------------------------------
 
@@ -654,7 +507,7 @@ class PGCatalogTool(UniqueObject, Folder):
             return 0
 
     def __len__(self) -> int:
-        return self._search({}, match_all=True).actual_result_count
+        return search_results(self, {}, match_all=True).actual_result_count
 
     def __bool__(self) -> bool:
         # A catalog is a tool: it is true even when it holds no rows.
@@ -696,12 +549,12 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def searchAll(self):
         """Every object of the catalog, unrestricted, by record id."""
-        return self._search({}, match_all=True)
+        return search_results(self, {}, match_all=True)
 
     @security.protected(search_zcatalog)
     def getAllBrains(self):
         """A generator of the brains of every cataloged object."""
-        yield from self._search({}, match_all=True)
+        yield from search_results(self, {}, match_all=True)
 
     def _row_data(self, rid: int) -> tuple[dict, dict]:
         """``(idx, meta)`` of one cataloged row; KeyError if there is none."""
@@ -768,77 +621,6 @@ def _back_to_zmi(RESPONSE, URL1: str, message: str) -> None:
     RESPONSE.redirect(f"{URL1}/{_ZMI_PAGE}?manage_tabs_message={quote(message)}")
 
 
-_FOUND = "plone_pgcatalog.found"
-
-
-def _found_by_searches() -> set[int]:
-    """Rows the searches of this transaction found, so cataloged rows."""
-    txn = transaction.get()
-    try:
-        return txn.data(_FOUND)
-    except KeyError:
-        found: set[int] = set()
-        txn.set_data(_FOUND, found)
-        return found
-
-
-def _read_replaced_paths(catalog, pending) -> None:
-    """Before the commit: where the stored rows that catalog-only writes
-    replace are in this transaction's snapshot (``read_paths``).
-
-    The commit writes those rows by zoid, while another transaction may
-    have moved or removed them since (a move of a folder relocates its
-    descendants' rows, a deletion clears the object's row; neither stores
-    the object): the state processor then refuses the commit with a
-    ``ConflictError`` rather than write a row back where it no longer
-    belongs (an orphan, or an old path).  Objects the commit stores are
-    left out: their rows go with their states, which ZODB checks.
-    """
-    processQueue()  # what the queue still holds is part of this commit
-    candidates = set(pending.rows) | set(pending.patches)
-    if not candidates:
-        return
-    zoids = sorted(candidates - connection.changed_in_transaction(catalog))
-    if not zoids:
-        return
-    try:
-        with connection.reading(catalog) as conn:
-            pending.read_paths = search.stored_paths(conn, zoids)
-    except psycopg.errors.UndefinedColumn:
-        pass  # no catalog column yet: nothing stored to replace
-
-
-def _read_current(content) -> None:
-    """Have the commit check that ``content`` is still as it was read.
-
-    A catalog row is read from the object; when the transaction does not
-    store the object (a reindex of an unchanged object, a partial reindex,
-    a rebuild), no write conflict would stop a row read from an older
-    version from overwriting the row of a newer one that another
-    transaction committed meanwhile.  ZODB's read-conflict check does: the
-    commit fails with a ``ConflictError`` and the publisher retries, as
-    ZCatalog's BTrees conflict in such a case.  Objects the transaction
-    stores are checked by their write anyway (ZODB skips them here).
-    """
-    base = aq_base(content)
-    jar = getattr(base, "_p_jar", None)
-    if jar is not None and base._p_oid is not None and base._p_serial is not None:
-        jar.readCurrent(base)
-
-
-def _site_languages() -> list[str]:
-    """The languages Plone's settings offer (default language first)."""
-    from plone.registry.interfaces import IRegistry
-    from zope.component import queryUtility
-
-    registry = queryUtility(IRegistry)
-    if registry is None:
-        return [""]
-    default = registry.get("plone.default_language") or ""
-    available = registry.get("plone.available_languages") or []
-    return [default, *available]
-
-
 def _merge(query, kw: dict) -> dict:
     """ZCatalog's ``merge_query_args``: a dict plus keywords (a query that
     is not a dict, such as a request, is not read)."""
@@ -847,48 +629,6 @@ def _merge(query, kw: dict) -> dict:
         merged.update(query)
     merged.update(kw)
     return merged
-
-
-class IndexesView(Implicit):
-    """``portal_catalog.Indexes``: the index views by name (``indexes.py``)."""
-
-    __allow_access_to_unprotected_subobjects__ = True
-
-    def __init__(self, definitions: CatalogDefinitions):
-        self._definitions = definitions
-
-    def _indexes(self):
-        # Through the tool it is wrapped in, so that the views find their site.
-        tool = aq_parent(aq_inner(self))
-        catalog = tool._catalog if tool is not None else self._definitions
-        return catalog.indexes
-
-    def __getitem__(self, name: str):
-        return self._indexes()[name]
-
-    def get(self, name: str, default=None):
-        return self._indexes().get(name, default)
-
-    def __contains__(self, name: str) -> bool:
-        return name in self._definitions.indexes
-
-    def keys(self):
-        return list(self._definitions.indexes.keys())
-
-    def objectIds(self, spec=None):
-        """Index names, of the given meta_type(s) if ``spec`` is given."""
-        if spec is None:
-            return self.keys()
-        if isinstance(spec, str):
-            spec = [spec]
-        definitions = self._definitions.indexes.definitions()
-        return [name for name, index in definitions.items() if index.meta_type in spec]
-
-    def objectValues(self):
-        return self._indexes().values()
-
-    def objectItems(self):
-        return self._indexes().items()
 
 
 InitializeClass(PGCatalogTool)

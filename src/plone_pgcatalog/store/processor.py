@@ -172,7 +172,7 @@ _REPLACED_ELSEWHERE = sql.SQL(
 def _check_replaced_rows(cursor, pending) -> None:
     """Refuse the commit if a row that a catalog-only write replaces was
     moved or removed by a transaction committed since this one read it
-    (``tool._read_replaced_paths``).  Commits are serialized (zodb-pgjsonb's
+    (``conflicts.read_replaced_paths``).  Commits are serialized (zodb-pgjsonb's
     lock), so this sees every commit before this one; it runs before this
     commit's own moves change paths."""
     read = [

@@ -1,0 +1,136 @@
+"""The query path of the tool: a query dict in, lazy results out.
+
+Owns what a search does between the tool's ``searchResults`` (which adds
+the security terms) and the brains: the transaction's pending changes laid
+over the stored rows (``store.overlay``), the translation
+(``query.build_query``, with the languages whose stems full text matches),
+one round trip through the snapshot cache (``store.search``,
+``snapshots.results``), and ``brains.LazyResults`` whose metadata comes
+from PostgreSQL, or from the transaction for rows it cataloged.
+
+Must not compose SQL itself.
+"""
+
+from __future__ import annotations
+
+from plone_pgcatalog import snapshots
+from plone_pgcatalog.brains import LazyResults
+from plone_pgcatalog.conflicts import found_by_searches
+from plone_pgcatalog.fulltext import text_config
+from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.query import build_query
+from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.store import connection
+from plone_pgcatalog.store import search
+from plone_pgcatalog.store.overlay import Overlay
+
+import logging
+import psycopg
+
+logger = logging.getLogger(__name__)
+
+
+def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults:
+    """The lazy results of ``query`` in ``catalog``, as ZCatalog's
+    ``searchResults`` gives them (without the security terms the tool adds)."""
+    pending = current_pending()
+    overlay = pending.overlay() if pending else Overlay()
+    plan = build_query(
+        query,
+        catalog.getIndexDefinitions(),
+        catalog.site_path(),
+        QueryContext(text_configs=text_configs(query)),
+        overlay,
+        match_all=match_all,
+    )
+    try:
+        with connection.reading(catalog) as conn:
+            found = snapshots.results.get(
+                _result_key(catalog, plan),
+                lambda: search.run_search(conn, plan),
+                keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
+            )
+    except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
+        # The catalog columns are created before the first commit that
+        # writes catalog data; until then nothing is cataloged.
+        logger.info("catalog columns not created yet: empty result")
+        found = search.Found([], 0)
+    found_by_searches().update(zoid for zoid, _ in found.ids)
+    # Rows this transaction cataloged have their metadata here, not in
+    # PostgreSQL yet.
+    pending_meta: dict[int, dict] = {}
+    if pending:
+        pending_meta.update((zoid, row.meta) for zoid, row in pending.rows.items())
+        pending_meta.update(
+            (zoid, patch.meta)
+            for zoid, patch in pending.patches.items()
+            if patch.update_metadata
+        )
+
+    def load_metadata(zoids):
+        stored = [zoid for zoid in zoids if zoid not in pending_meta]
+        with connection.reading(catalog) as conn:
+            loaded = search.load_metadata(conn, stored)
+        loaded.update(
+            (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
+        )
+        return loaded
+
+    def rest(offset: int) -> tuple[list, list | None]:
+        with connection.reading(catalog) as conn:
+            more = search.fetch_rest(conn, plan, offset)
+        found_by_searches().update(zoid for zoid, _ in more.ids)
+        return more.ids, more.scores
+
+    return LazyResults(
+        found.ids,
+        found.total,
+        catalog,
+        catalog._catalog.names,
+        load_metadata,
+        found.scores,
+        rest=None if plan.windowed or plan.python_slice else rest,
+    )
+
+
+def _result_key(catalog, plan) -> tuple | None:
+    """The key of ``snapshots.results`` for a search's rows, or None
+    when they are not the stored rows alone (pending changes)."""
+    if plan.source_params or not snapshots.results.enabled:
+        return None  # not composing a key nobody will look up
+    snapshot = connection.snapshot_id(catalog)
+    if snapshot is None:
+        return None
+    statement, params = plan.ids_query()
+    return (*snapshot, statement.as_string(None), repr(params), plan.python_slice)
+
+
+def text_configs(query: dict) -> tuple[str, ...]:
+    """Languages whose stems a full-text query matches.
+
+    Those the query asks for with ``Language``, else the site's
+    available languages (Plone's language settings).
+    """
+    languages = query.get("Language")
+    if isinstance(languages, dict):
+        languages = languages.get("query")
+    if isinstance(languages, str):
+        languages = [languages]
+    if not isinstance(languages, (list, tuple)) or not languages:
+        languages = site_languages()
+    configs = {text_config(language) for language in languages}
+    configs.discard("simple")
+    return tuple(sorted(configs))
+
+
+def site_languages() -> list[str]:
+    """The languages Plone's settings offer (default language first)."""
+    from plone.registry.interfaces import IRegistry
+    from zope.component import queryUtility
+
+    registry = queryUtility(IRegistry)
+    if registry is None:
+        return [""]
+    default = registry.get("plone.default_language") or ""
+    available = registry.get("plone.available_languages") or []
+    return [default, *available]
