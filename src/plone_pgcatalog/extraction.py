@@ -130,6 +130,17 @@ class CatalogPatch:
     def path_depth(self) -> int:
         return path_depth(self.path)
 
+    def as_new_row(self) -> CatalogRow:
+        """The row of an object that has none: this patch's values only."""
+        return CatalogRow(
+            zoid=self.zoid,
+            path=self.path,
+            idx=dict(self.values),
+            meta=self.meta,
+            searchable_text=self.searchable_text if self.text_given else None,
+            text_config=self.text_config if self.text_given else "simple",
+        )
+
     def merged_into(self, row: CatalogRow) -> CatalogRow:
         """``row`` with this patch applied (for a row still pending)."""
         idx = {k: v for k, v in row.idx.items() if k not in self.removed}

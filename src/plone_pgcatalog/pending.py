@@ -71,13 +71,30 @@ class PendingCatalog:
         self.patches.pop(row.zoid, None)  # the full row supersedes it
 
     def patch(self, patch: CatalogPatch) -> None:
-        """Merge some index values into a row (``reindexObject(idxs=...)``)."""
+        """Merge some index values into a row (``reindexObject(idxs=...)``).
+
+        An object this transaction uncataloged has no row to merge into:
+        as ZCatalog makes a new record then, it is cataloged again with
+        only the reindexed values (and the patch's metadata).
+        """
         if patch.zoid in self.rows:
             self.rows[patch.zoid] = patch.merged_into(self.rows[patch.zoid])
         elif patch.zoid in self.patches:
             self.patches[patch.zoid] = self.patches[patch.zoid].then(patch)
+        elif self.uncataloged(patch.path):
+            self.catalog(patch.as_new_row())
         else:
             self.patches[patch.zoid] = patch
+
+    def uncataloged(self, path: str) -> bool:
+        """Whether this transaction uncataloged ``path``, alone or in a
+        subtree, without cataloging it again."""
+        if path in self.removed_paths:
+            return True
+        return any(
+            path == root or path.startswith(root.rstrip("/") + "/")
+            for root in self.cleared_subtrees
+        )
 
     def uncatalog(self, path: str) -> None:
         """Forget the object at ``path``; its row is cleared at commit."""

@@ -293,7 +293,7 @@ class PGCatalogTool(UniqueObject, Folder):
                 update_metadata=bool(update_metadata),
                 default_language=site_languages()[0],
                 # ZCatalog gives a new row its metadata in any case.
-                read_metadata=bool(update_metadata) or not self._has_row(zoid),
+                read_metadata=bool(update_metadata) or not self._has_row(zoid, path),
             )
             self.pending_changes().patch(patch)
             return
@@ -309,11 +309,14 @@ class PGCatalogTool(UniqueObject, Folder):
         # loops that catalog many objects (maintenance.py), as in ZCatalog.
         self.pending_changes().catalog(row)
 
-    def _has_row(self, zoid: int) -> bool:
-        """Whether ``zoid`` is cataloged, pending rows included."""
+    def _has_row(self, zoid: int, path: str) -> bool:
+        """Whether ``zoid`` (at ``path``) is cataloged, pending changes
+        included."""
         pending = current_pending()
         if pending and zoid in pending.rows:
             return True
+        if pending and pending.uncataloged(path):
+            return False
         if zoid in found_by_searches():
             return True  # as reindexObjectSecurity finds its objects
         try:

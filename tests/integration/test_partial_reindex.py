@@ -11,6 +11,7 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog.store.connection import ddl_connection
+from tests.conftest import collect_in
 
 import pytest
 import transaction
@@ -198,3 +199,41 @@ def test_a_new_row_gets_its_metadata_without_update_metadata(pg_layer):
     # Only Subject is indexed (no security terms): unrestricted, as ZCatalog.
     brain = catalog.unrestrictedSearchResults(Subject="a")[0]
     assert brain.Title == "Old title" and brain.Subject == ("a",)
+
+
+def _uncatalog_then_reindex_some(layer) -> dict:
+    """In one transaction: uncatalog a page, then catalog it with one index
+    (and no metadata update), as code that re-adds an object might."""
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+    page = api.content.create(
+        container=portal, type="Document", id="u", title="Old title", subject=("a",)
+    )
+    transaction.commit()
+    page.title = "New title"
+    page.setSubject(("b",))  # changed, not reindexed
+    transaction.commit()
+    path = "/".join(page.getPhysicalPath())
+    catalog.uncatalog_object(path)
+    catalog.catalog_object(page, path, idxs=["Subject"], update_metadata=0)
+    transaction.commit()
+    # Unrestricted: the new record has no allowedRolesAndUsers either.
+    find = catalog.unrestrictedSearchResults
+    return {
+        "Subject=b": [brain.getPath() for brain in find(Subject="b")],
+        "Subject=a": [brain.getPath() for brain in find(Subject="a")],
+        "by type": [b.getPath() for b in find(portal_type="Document", id="u")],
+        "metadata": [(brain.Title, brain.Subject) for brain in find(Subject="b")],
+    }
+
+
+def test_a_partial_reindex_after_uncatalog_catalogs_only_those_indexes():
+    # ZCatalog makes a new record with only the named indexes, and its
+    # metadata read now.  The row used to keep its stored values instead
+    # (the patch merged into it, and the removal skipped it).
+    expected = collect_in("zcatalog", _uncatalog_then_reindex_some)
+    actual = collect_in("pg", _uncatalog_then_reindex_some)
+    assert expected["Subject=b"] == ["/plone/u"]
+    assert expected["by type"] == []
+    assert actual == expected

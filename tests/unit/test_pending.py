@@ -411,6 +411,63 @@ def test_catalog_after_uncatalog_keeps_the_new_row_and_the_removal(pending):
     assert pending.removed_paths == {"/plone/a"}
 
 
+@pytest.mark.parametrize(
+    "remove",
+    [
+        lambda p: p.uncatalog("/plone/a/b"),
+        lambda p: p.uncatalog_subtree("/plone/a"),
+    ],
+    ids=["uncatalog", "uncatalog_subtree"],
+)
+def test_a_patch_after_uncatalog_is_a_new_row_of_its_values_only(pending, remove):
+    # ZCatalog makes a new record with only the reindexed indexes; merged
+    # into the stored row, the old values would have stayed.
+    remove(pending)
+    pending.patch(
+        _patch(
+            zoid=3,
+            path="/plone/a/b",
+            values={"Subject": ["b"]},
+            removed=("Title",),
+            meta={"Title": "New"},
+            text_given=True,
+            text="new words",
+            config="english",
+        )
+    )
+    assert pending.patches == {}
+    assert pending.rows == {
+        3: CatalogRow(
+            zoid=3,
+            path="/plone/a/b",
+            idx={"Subject": ["b"]},
+            meta={"Title": "New"},
+            searchable_text="new words",
+            text_config="english",
+        )
+    }
+    assert pending.uncataloged("/plone/a/b")
+
+
+def test_a_patch_without_text_after_uncatalog_has_no_words(pending):
+    pending.uncatalog("/plone/a")
+    pending.patch(_patch(zoid=1, values={"Subject": ["b"]}, text="ignored"))
+    assert pending.rows[1].searchable_text is None
+    assert pending.rows[1].text_config == "simple"
+
+
+def test_uncataloged_is_only_what_this_transaction_removed(pending):
+    pending.uncatalog("/plone/a")
+    pending.uncatalog_subtree("/plone/s/")
+    assert pending.uncataloged("/plone/a")
+    assert pending.uncataloged("/plone/s/x/y")
+    assert not pending.uncataloged("/plone/a/b")
+    assert not pending.uncataloged("/plone/ab")
+    assert not pending.uncataloged("/plone/sx")
+    pending.patch(_patch(zoid=9, path="/plone/a/b", values={"x": 1}))
+    assert list(pending.patches) == [9]
+
+
 def test_uncatalog_subtree_forgets_rows_and_patches_at_and_below(pending):
     pending.catalog(_row(zoid=1, path="/plone/a"))
     pending.catalog(_row(zoid=2, path="/plone/a/b"))
