@@ -938,8 +938,12 @@ _VIEWS: tuple[tuple[type, type], ...] = (
 
 
 def view_class(meta_type: str) -> type:
-    """The view class for an index type (by its translator)."""
+    """The view class for an index type: the one its translator names
+    (``index_view``, as an add-on's may), else ours by its translator."""
     translator = get_translator(meta_type)
+    declared = getattr(translator, "index_view", None)
+    if declared is not None:
+        return declared
     for translator_class, view in _VIEWS:
         if isinstance(translator, translator_class):
             return view

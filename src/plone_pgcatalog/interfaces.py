@@ -81,3 +81,11 @@ class IIndexTranslator(Interface):
     # None or a condition that narrows the partial index.  The catalog
     # creates them when an index of the type is added, and drops them with
     # it; without the method, the type gets none.
+    #
+    # Optional: ``index_view``, the class of the index object that
+    # ``portal_catalog.Indexes[name]`` gives for the type (a subclass of
+    # ``plone_pgcatalog.indexes.IndexView``, such as ``ValueIndexView`` for
+    # one value per object): ``uniqueValues``, ``numObjects`` and the rest
+    # answered from SQL.  Without it, the type's empty definition answers.
+    # So an add-on's index type is one module: its translator, with its
+    # SQL indexes and its view.

@@ -44,6 +44,15 @@ class InitialTranslator:
     def sort_expressions(self, index):
         return [json_key(index.getId())]
 
+    def sql_indexes(self, index_name):
+        return [("i", "btree", json_key(index_name), None)]
+
+    @property
+    def index_view(self):
+        from plone_pgcatalog.indexes import ValueIndexView
+
+        return ValueIndexView
+
 
 @pytest.fixture
 def initial_translator():
@@ -119,3 +128,41 @@ def test_deleting_an_unknown_index_raises_catalog_error(pg_layer):
 
     with pytest.raises(CatalogError, match="'no_such_index'"):
         pg_layer["portal"].portal_catalog.delIndex("no_such_index")
+
+
+def test_an_add_on_index_type_brings_its_sql_index_and_its_view(
+    pg_layer, initial_translator
+):
+    from plone_pgcatalog.store import schema
+    from plone_pgcatalog.store.connection import ddl_connection
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+
+    class Extra:
+        indexed_attrs = "Title"
+
+    catalog.addIndex("title_initial", InitialIndex("title_initial", extra=Extra()))
+    for title in ("Apple", "avocado", "Banana"):
+        api.content.create(container=portal, type="Document", title=title)
+    transaction.commit()
+
+    name = schema.sql_index_name("title_initial")
+    try:
+        with ddl_connection(catalog) as conn:
+            definition = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (name,)
+            ).fetchone()
+        assert definition is not None
+        assert "(idx -> 'title_initial'::text)" in definition[0]
+        # Answered from SQL by the view the translator names; the site
+        # itself ("Plone site") is cataloged too.
+        view = catalog.Indexes["title_initial"]
+        assert sorted(view.uniqueValues()) == ["a", "b", "p"]
+        assert view.numObjects() == 4
+    finally:
+        # Tests share the database's DDL (each restores rows only): the
+        # deletion drops the SQL index when the next commit begins.
+        catalog.delIndex("title_initial")
+        transaction.commit()
