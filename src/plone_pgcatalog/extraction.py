@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import replace
+from plone.indexer.interfaces import IIndexableObject
 from plone_pgcatalog import metadata
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_depth
 from plone_pgcatalog.registry import get_translator
+from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.ZCatalog.Catalog import safe_callable
+from zope.component import queryMultiAdapter
 
 import logging
 import Missing
@@ -28,10 +31,6 @@ def indexable(obj, catalog):
     """``obj`` as ZCatalog's indexes see it in ``catalog``: plone.indexer's
     wrapper (an ``IIndexableObject`` adapter), else CMF's, unless ``obj``
     is one already."""
-    from plone.indexer.interfaces import IIndexableObject
-    from Products.CMFCore.CatalogTool import IndexableObjectWrapper
-    from zope.component import queryMultiAdapter
-
     if IIndexableObject.providedBy(obj):
         return obj
     wrapped = queryMultiAdapter((obj, catalog), IIndexableObject)

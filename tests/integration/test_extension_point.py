@@ -63,8 +63,9 @@ def initial_translator():
     registry.unregisterUtility(translator, IIndexTranslator, name="InitialIndex")
 
 
-def test_an_add_on_index_type_is_indexed_and_queried(pg_layer, initial_translator):
-    portal = pg_layer["portal"]
+def _initials_of_three_pages(portal):
+    """Add the add-on's index on the first letter of Title, and three pages;
+    return the catalog."""
     setRoles(portal, TEST_USER_ID, ["Manager"])
     catalog = portal.portal_catalog
 
@@ -75,6 +76,11 @@ def test_an_add_on_index_type_is_indexed_and_queried(pg_layer, initial_translato
     for title in ("Apple", "avocado", "Banana"):
         api.content.create(container=portal, type="Document", title=title)
     transaction.commit()
+    return catalog
+
+
+def test_an_add_on_index_type_is_indexed_and_queried(pg_layer, initial_translator):
+    catalog = _initials_of_three_pages(pg_layer["portal"])
 
     found = api.content.find(title_initial="A", sort_on="sortable_title")
     assert [brain.Title for brain in found] == ["Apple", "avocado"]
@@ -136,17 +142,7 @@ def test_an_add_on_index_type_brings_its_sql_index_and_its_view(
     from plone_pgcatalog.store import schema
     from plone_pgcatalog.store.connection import ddl_connection
 
-    portal = pg_layer["portal"]
-    setRoles(portal, TEST_USER_ID, ["Manager"])
-    catalog = portal.portal_catalog
-
-    class Extra:
-        indexed_attrs = "Title"
-
-    catalog.addIndex("title_initial", InitialIndex("title_initial", extra=Extra()))
-    for title in ("Apple", "avocado", "Banana"):
-        api.content.create(container=portal, type="Document", title=title)
-    transaction.commit()
+    catalog = _initials_of_three_pages(pg_layer["portal"])
 
     name = schema.sql_index_name("title_initial")
     try:
