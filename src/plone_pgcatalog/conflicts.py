@@ -56,7 +56,7 @@ def read_replaced_paths(catalog, pending) -> None:
     try:
         with connection.reading(catalog) as conn:
             pending.read_paths = search.stored_paths(conn, zoids)
-    except psycopg.errors.UndefinedColumn:
+    except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
         pass  # no catalog column yet: nothing stored to replace
 
 

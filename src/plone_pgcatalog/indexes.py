@@ -116,10 +116,9 @@ class _Rows:
 
     def scope(self, joined: sql.Composable | None = None) -> tuple[sql.Composed, list]:
         site, site_params = path_clause(self.site_path, -1)
-        statement = sql.SQL("FROM {}{} WHERE {} AND {}").format(
+        statement = sql.SQL("FROM {}{} WHERE {}").format(
             self.source,
             joined if joined is not None else sql.SQL(""),
-            layout.cataloged(),
             site,
         )
         return statement, [*self.source_params, *site_params]

@@ -485,8 +485,8 @@ class PathSearch:
         return (
             sql.SQL(
                 "(SELECT max(d.path_depth) FROM {} AS d"
-                " WHERE {} AND (d.path = %s OR (d.path >= %s AND d.path < %s)))"
-            ).format(layout.TABLE, layout.cataloged("d")),
+                " WHERE d.path = %s OR (d.path >= %s AND d.path < %s))"
+            ).format(layout.TABLE),
             [self.site_path, prefix, prefix[:-1] + "0"],
         )
 

@@ -23,7 +23,6 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.store.layout import cataloged
 from plone_pgcatalog.store.layout import has_key
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.overlay import Overlay
@@ -257,7 +256,7 @@ def build_query(
     """
     context = replace(context or QueryContext(), site_path=site_path)
     query = _canonical(query)
-    clauses: list[sql.Composable] = [cataloged()]
+    clauses: list[sql.Composable] = []
     params: list = []
 
     site_clause, site_params = path_clause(site_path, -1)

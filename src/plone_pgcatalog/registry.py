@@ -32,7 +32,6 @@ from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
-from plone_pgcatalog.store.layout import cataloged
 from plone_pgcatalog.store.layout import json_key
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import SEARCHABLE_TEXT
@@ -159,8 +158,8 @@ def _not_only(
     excluded = sql.SQL("NOT COALESCE({}, FALSE)").format(clause)
     has_value = json_key(name) + sql.SQL(" IS NOT NULL")
     site, site_params = path_clause(context.site_path, -1)
-    any_excluded = sql.SQL("EXISTS (SELECT 1 FROM {} WHERE {} AND {} AND {})").format(
-        TABLE, cataloged(), site, clause
+    any_excluded = sql.SQL("EXISTS (SELECT 1 FROM {} WHERE {} AND {})").format(
+        TABLE, site, clause
     )
     return (
         sql.SQL("{} AND ({} OR {})").format(excluded, has_value, any_excluded),
@@ -352,12 +351,11 @@ class KeywordTranslator:
         missing_one = sql.SQL(
             "NOT EXISTS (SELECT 1 FROM {table} AS o,"
             " jsonb_array_elements(o.idx -> {name}) AS e(k)"
-            " WHERE {cataloged} AND {site} AND {bounds}"
+            " WHERE {site} AND {bounds}"
             " AND NOT {rows}.idx -> {name} @> jsonb_build_array(e.k))"
         ).format(
             table=TABLE,
             name=sql.Literal(name),
-            cataloged=cataloged("o"),
             site=site,
             bounds=bounds,
             rows=ROWS,

@@ -353,14 +353,15 @@ _CONTAINER_KEYS = ["_tree", "_objects"]
 #: for a state that is not a plain attribute mapping (zodb-pgjsonb marks
 #: its other forms with "@" keys).
 _SUBTREE = sql.SQL(
-    "SELECT zoid, tid, path, class_mod, class_name, idx -> {index},"
-    " jsonb_typeof(state) = 'object' AND NOT EXISTS ("
-    "  SELECT 1 FROM jsonb_object_keys(state) AS k WHERE k LIKE '@%%'),"
-    " CASE WHEN jsonb_typeof(state) = 'object' THEN ("
-    "  SELECT jsonb_object_agg(key, value) FROM jsonb_each(state)"
+    "SELECT c.zoid, o.tid, c.path, o.class_mod, o.class_name, c.value,"
+    " jsonb_typeof(o.state) = 'object' AND NOT EXISTS ("
+    "  SELECT 1 FROM jsonb_object_keys(o.state) AS k WHERE k LIKE '@%%'),"
+    " CASE WHEN jsonb_typeof(o.state) = 'object' THEN ("
+    "  SELECT jsonb_object_agg(key, value) FROM jsonb_each(o.state)"
     "  WHERE key = ANY(%s::text[])) END,"
-    " jsonb_typeof(state) = 'object' AND state ?| %s::text[]"
-    " FROM {table} WHERE {cataloged} AND {subtree}"
+    " jsonb_typeof(o.state) = 'object' AND o.state ?| %s::text[]"
+    " FROM (SELECT zoid, path, idx -> {index} AS value FROM {table}"
+    " WHERE {subtree}) AS c JOIN {objects} AS o ON o.zoid = c.zoid"
 )
 
 
@@ -384,7 +385,7 @@ def read_subtree(conn: psycopg.Connection, root: str) -> list[StoredRow]:
     statement = _SUBTREE.format(
         index=sql.Literal(INDEX),
         table=layout.TABLE,
-        cataloged=layout.cataloged(),
+        objects=layout.OBJECTS,
         subtree=subtree,
     )
     rows = []

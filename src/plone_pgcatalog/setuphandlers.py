@@ -15,8 +15,8 @@ The catalog's schema (``store.schema``) follows: an install
 puts back what is missing of it, an uninstall takes it all away once no
 catalog of the database has rows left (another site may still use it).
 Neither can run where they are asked for: DDL must not run inside a
-request's read snapshot, and the uninstall's own commit needs the columns
-(the processor clears the site's rows in them).  So both are zodb-pgjsonb
+request's read snapshot, and the uninstall's own commit needs the table
+(the processor deletes the site's rows from it).  So both are zodb-pgjsonb
 deferred actions (``store.ddl.SchemaChange``), run when a transaction of this
 process begins, outside any snapshot of its own: the install's at the
 latest when its commit begins, the uninstall's queued by its commit, once
@@ -123,7 +123,7 @@ def install_catalog(site) -> PGCatalogTool:
     """
     _Installs.count += 1
     old = site._getOb(TOOL_ID)
-    # Before the tool queues its SQL indexes, which need the columns.
+    # Before the tool queues its SQL indexes, which need the table.
     _create_schema(site, _definitions(old))
     if isinstance(aq_base(old), PGCatalogTool):
         old.ensure_sql_indexes()
@@ -193,8 +193,8 @@ def _create_schema(site, definitions: dict) -> None:
 def _drop_schema_after_commit(site) -> None:
     """Take the schema away after this transaction, if it commits.
 
-    Not in the commit: the processor clears the site's rows in the
-    columns at its end.  Not if this process installs a catalog (again)
+    Not in the commit: the processor deletes the site's rows from the
+    table at its end.  Not if this process installs a catalog (again)
     before the drop runs: that install queued the schema before its own
     commit, which may come before the drop.
     """
@@ -233,8 +233,9 @@ def _drop_schema(conn: psycopg.Connection, installs: int) -> None:
         logger.info("plone_pgcatalog: the schema stays: %s", dropped.kept)
         return
     logger.info(
-        "plone_pgcatalog: schema removed: %d columns, %d indexes,"
+        "plone_pgcatalog: schema removed: %s, %d columns, %d indexes,"
         " %d statistics objects%s",
+        f"table {schema.TABLE}" if dropped.table else "no table",
         len(dropped.columns),
         len(dropped.indexes),
         len(dropped.statistics),

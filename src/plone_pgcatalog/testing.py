@@ -62,7 +62,13 @@ EXTENSION_PROFILES = (
 PGCATALOG_PROFILE = "plone_pgcatalog:default"
 
 #: Tables a snapshot saves and restores: zodb-pgjsonb's and the catalog's.
-SNAPSHOT_TABLES = ("transaction_log", "object_state", "blob_state", "pgcatalog_state")
+SNAPSHOT_TABLES = (
+    "transaction_log",
+    "object_state",
+    "blob_state",
+    "pgcatalog_state",
+    "pgcatalog_objects",
+)
 
 
 class _Server:

@@ -322,7 +322,7 @@ class PGCatalogTool(UniqueObject, Folder):
         try:
             with connection.reading(self) as conn:
                 return search.is_cataloged(conn, zoid)
-        except psycopg.errors.UndefinedColumn:
+        except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
             return False  # no catalog column yet: nothing is cataloged
 
     def _zoid_of(self, content, path: str) -> int | None:

@@ -16,7 +16,8 @@ from Acquisition import aq_parent
 from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.store import ddl
-from plone_pgcatalog.store import schema
+from plone_pgcatalog.store import upgrade5
+from functools import partial
 from Products.CMFCore.utils import getToolByName
 
 import logging
@@ -62,29 +63,48 @@ def to_3(setup_tool) -> None:
 
 
 def to_4(setup_tool) -> None:
-    """3 → 4: the metadata column ``meta`` becomes ``json``: brains read it
+    """3 -> 4: the metadata column ``meta`` becomes ``json``: brains read it
     a quarter faster (PostgreSQL sends it as stored, without printing
-    ``jsonb`` back to text).  The stored values stay as they are.
+    ``jsonb`` back to text).
 
-    Changing a column's type rewrites ``object_state``, under an exclusive
-    lock held until the copy is done (readers and writers wait): run it
-    when a pause is acceptable.  It runs after this step's commit, in its
-    own connection, and tries again later if it cannot get the lock
-    (``store.ddl.SchemaChange``).  Until then the catalog works as
-    before.
+    Nothing to do here any more: the upgrade to 5 (``to_5``), which comes
+    next, copies ``meta`` into the catalog's own table as ``json``, where
+    changing the type of the column on ``object_state`` would have
+    rewritten that table under an exclusive lock.  Until then the catalog
+    reads and writes ``meta`` of either type.
+    """
+
+
+def to_5(setup_tool) -> None:
+    """4 -> 5: the catalog's rows move from ``object_state`` to the
+    catalog's own table, ``pgcatalog_objects``: dense rows, statistics of
+    cataloged objects only, and ZODB writes of objects that are not
+    cataloged pay nothing for the catalog.
+
+    Online (``store.upgrade5``): after this step's commit, in its own
+    connection, the table is built beside from the stored rows in batches
+    (writers wait for one batch at most; readers never), kept current by
+    triggers meanwhile, then switched to in one short transaction.  Until
+    the switch the catalog reads and writes the columns on
+    ``object_state`` through a view of the table's name.  Progress is
+    logged; a switch that does not get its lock is tried again later
+    (``store.ddl.SchemaChange``).
     """
     site = aq_parent(aq_inner(setup_tool))
     catalog = getToolByName(site, "portal_catalog")
     if not IPGCatalogTool.providedBy(catalog):
         return
+    indexes = [
+        (name, index.meta_type) for name, index in catalog.getIndexDefinitions().items()
+    ]
     setuphandlers.change_schema_after_commit(
         site,
-        "meta to json",
-        _meta_to_json,
-        "run the upgrade step 3 to 4 of plone_pgcatalog again",
+        "catalog table",
+        partial(_to_own_table, indexes=indexes),
+        "run the upgrade step 4 to 5 of plone_pgcatalog again",
     )
 
 
-def _meta_to_json(conn) -> None:
-    if schema.meta_to_json(conn, ddl.LOCK_TIMEOUT):
-        logger.info("plone_pgcatalog 4: meta is json")
+def _to_own_table(conn, indexes) -> None:
+    if upgrade5.upgrade(conn, indexes, ddl.LOCK_TIMEOUT):
+        logger.info("plone_pgcatalog 5: the catalog has its own table")

@@ -116,7 +116,7 @@ def _exported(portal) -> tuple[list[str], list[str]]:
 def _sql_indexes(portal) -> set[str]:
     with ddl_connection(portal.portal_catalog) as conn:
         rows = conn.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = 'object_state'"
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'pgcatalog_objects'"
         ).fetchall()
     return {name for (name,) in rows}
 

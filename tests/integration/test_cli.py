@@ -70,8 +70,8 @@ class Instance:
     def rows(self) -> dict[str, tuple]:
         """path -> (zoid, idx, meta) of every cataloged row of the site."""
         found = self.sql(
-            "SELECT path, zoid, idx, meta FROM object_state"
-            " WHERE idx IS NOT NULL AND path LIKE %s",
+            "SELECT path, zoid, idx, meta FROM pgcatalog_objects"
+            " WHERE path LIKE %s",
             ("/Plone%",),
         )
         return {path: tuple(rest) for path, *rest in found}
@@ -208,21 +208,19 @@ def test_verify_reports_missing_orphan_and_stale_rows_and_repair_fixes_them(
         f"app.Plone.news._delObject({gone.rsplit('/', 1)[1]!r}, suppress_events=True)\n"
         "transaction.commit()\n",
     )
-    # missing: the catalog columns of one object cleared
+    # missing: the catalog row of one object deleted
     site.sql(
-        "UPDATE object_state SET path = NULL, parent_path = NULL,"
-        " path_depth = NULL, idx = NULL, meta = NULL, searchable_text = NULL"
-        " WHERE path = %s",
+        "DELETE FROM pgcatalog_objects WHERE path = %s",
         ("/Plone/about/team",),
     )
     # stale: a wrong index value, a wrong metadata value
     site.sql(
-        "UPDATE object_state SET idx = jsonb_set(idx, '{review_state}', %s)"
+        "UPDATE pgcatalog_objects SET idx = jsonb_set(idx, '{review_state}', %s)"
         " WHERE path = %s",
         ('"bogus"', "/Plone/library/glacier-handbook"),
     )
     site.sql(
-        "UPDATE object_state SET meta = jsonb_set(meta::jsonb, '{Title}', %s)"
+        "UPDATE pgcatalog_objects SET meta = jsonb_set(meta::jsonb, '{Title}', %s)"
         " WHERE path = %s",
         ('"Wrong"', "/Plone/events/glacier-meetup"),
     )
@@ -269,7 +267,7 @@ def test_reindex_reads_the_given_index_again(site):
     path = "/Plone/library/glacier-handbook"
     title = site.rows()[path][1]["Title"]
     site.sql(
-        "UPDATE object_state SET idx = jsonb_set(idx, '{Title}', %s),"
+        "UPDATE pgcatalog_objects SET idx = jsonb_set(idx, '{Title}', %s),"
         " meta = jsonb_set(meta::jsonb, '{Title}', %s) WHERE path = %s",
         ('"wrong"', '"Wrong"', path),
     )

@@ -47,7 +47,7 @@ def _stored_rows(portal) -> dict[str, tuple]:
     with ddl_connection(portal.portal_catalog) as conn:
         rows = conn.execute(
             "SELECT path, parent_path, path_depth, idx, meta, searchable_text::text"
-            " FROM object_state WHERE idx IS NOT NULL AND path LIKE '/plone%'"
+            " FROM pgcatalog_objects WHERE path LIKE '/plone%'"
         ).fetchall()
     return {row[0]: row[1:] for row in rows}
 
@@ -98,7 +98,7 @@ class _Spy:
             def execute(self, statement, *args, **kw):
                 text = getattr(statement, "as_string", None)
                 text = text(self._cursor) if text else str(statement)
-                if text.startswith("UPDATE object_state AS o SET path = m.path"):
+                if text.startswith("UPDATE pgcatalog_objects AS o SET path = m.path"):
                     spy.relocations += 1
                 return self._cursor.execute(statement, *args, **kw)
 

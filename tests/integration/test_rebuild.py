@@ -124,8 +124,8 @@ def _stored_titles(layer) -> dict[str, str]:
     """path -> Title of every committed row of the site (a fresh connection)."""
     found = _sql(
         layer,
-        "SELECT path, meta->>'Title' FROM object_state"
-        " WHERE idx IS NOT NULL AND (path = %s OR path LIKE %s)",
+        "SELECT path, meta->>'Title' FROM pgcatalog_objects"
+        " WHERE (path = %s OR path LIKE %s)",
         ("/" + SITE_ID, f"/{SITE_ID}/%"),
     )
     return dict(found)

@@ -69,8 +69,8 @@ def _expected(portal, paths) -> dict[str, list]:
 def _stored(portal, paths) -> dict[str, list]:
     with ddl_connection(portal.portal_catalog) as conn:
         rows = conn.execute(
-            "SELECT path, idx -> 'allowedRolesAndUsers' FROM object_state"
-            " WHERE idx IS NOT NULL AND path = ANY(%s)",
+            "SELECT path, idx -> 'allowedRolesAndUsers' FROM pgcatalog_objects"
+            " WHERE path = ANY(%s)",
             (list(paths),),
         ).fetchall()
     return {path: sorted(value or []) for path, value in rows}

@@ -25,7 +25,7 @@ def _committed_rows(portal) -> dict[str, str]:
     """path -> Title of every cataloged row, read outside any ZODB txn."""
     with ddl_connection(portal.portal_catalog) as conn:
         rows = conn.execute(
-            "SELECT path, meta->>'Title' FROM object_state WHERE idx IS NOT NULL"
+            "SELECT path, meta->>'Title' FROM pgcatalog_objects"
         ).fetchall()
     return dict(rows)
 

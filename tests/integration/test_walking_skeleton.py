@@ -57,12 +57,12 @@ def test_rows_are_visible_with_plain_sql(pg_layer):
     create_pages(portal)
     with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
         count = conn.execute(
-            "SELECT count(*) FROM object_state WHERE idx->>'portal_type' = %s",
+            "SELECT count(*) FROM pgcatalog_objects WHERE idx->>'portal_type' = %s",
             ("Document",),
         ).fetchone()[0]
         titles = conn.execute(
-            "SELECT meta->>'Title' FROM object_state"
-            " WHERE path = '/plone/page-03' AND idx IS NOT NULL"
+            "SELECT meta->>'Title' FROM pgcatalog_objects"
+            " WHERE path = '/plone/page-03'"
         ).fetchall()
     assert count == 20
     assert titles == [("vb page 3",)]
@@ -94,8 +94,8 @@ def test_aborted_transaction_leaves_no_trace(pg_layer):
     create_pages(portal, count=2, published=0)
     with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
         before = conn.execute(
-            "SELECT zoid, path, idx, meta FROM object_state"
-            " WHERE idx IS NOT NULL ORDER BY zoid"
+            "SELECT zoid, path, idx, meta FROM pgcatalog_objects"
+            " ORDER BY zoid"
         ).fetchall()
     api.content.create(container=portal, type="Document", id="never", title="Never")
     api.content.delete(obj=portal["page-00"])
@@ -104,8 +104,8 @@ def test_aborted_transaction_leaves_no_trace(pg_layer):
     transaction.abort()
     with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
         after = conn.execute(
-            "SELECT zoid, path, idx, meta FROM object_state"
-            " WHERE idx IS NOT NULL ORDER BY zoid"
+            "SELECT zoid, path, idx, meta FROM pgcatalog_objects"
+            " ORDER BY zoid"
         ).fetchall()
     assert after == before
     assert len(api.content.find(portal_type="Document")) == 2

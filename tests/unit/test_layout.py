@@ -60,5 +60,4 @@ def test_index_value_expressions_are_the_layouts():
         "to_tsvector('simple'::regconfig, COALESCE(idx ->> 'Title', ''))"
     )
     assert layout.has_key("start").as_string(None) == "idx ? 'start'"
-    assert layout.cataloged().as_string(None) == "idx IS NOT NULL"
-    assert layout.cataloged("s").as_string(None) == "s.idx IS NOT NULL"
+    assert layout.TABLE.as_string(None) == "pgcatalog_objects"

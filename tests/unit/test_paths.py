@@ -20,8 +20,8 @@ import pytest
 
 SUBTREE = "(path = %s OR (path >= %s AND path < %s))"
 DEEPEST = (
-    "(SELECT max(d.path_depth) FROM object_state AS d WHERE d.idx IS NOT NULL"
-    " AND (d.path = %s OR (d.path >= %s AND d.path < %s)))"
+    "(SELECT max(d.path_depth) FROM pgcatalog_objects AS d"
+    " WHERE d.path = %s OR (d.path >= %s AND d.path < %s))"
 )
 SITE = ["/plone", "/plone/", "/plone0"]
 

@@ -1,9 +1,9 @@
 """The parameters the state processor binds for pending rows and patches.
 
 Covers ``plone_pgcatalog.store.processor.row_arrays`` (rows of objects whose
-state the commit does not store: one array per column of one ``UPDATE``),
-``patch_arrays`` (partial reindexes: one array per column of one merge)
-and ``row_params`` (a row written with its object's state).  Each array
+rows cataloged in full: one array per column of one ``UPDATE``),
+and ``patch_arrays`` (partial reindexes: one array per column of one
+merge); the inserts of rows not stored yet read the same arrays.  Each array
 is checked against the column its position feeds in the statement's
 ``unnest(...) AS r(...)``, so a reordering on either side fails.  Pure: the
 statements are only read as text.
@@ -16,7 +16,6 @@ from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.store import processor
 from plone_pgcatalog.store.processor import patch_arrays
 from plone_pgcatalog.store.processor import row_arrays
-from plone_pgcatalog.store.processor import row_params
 from psycopg.types.json import Json
 from psycopg.types.json import Jsonb
 
@@ -224,50 +223,19 @@ def test_patch_arrays_of_no_patches_are_empty():
     assert patch_arrays([]) == ([],) * 11
 
 
-# -- row_params ------------------------------------------------------------------
-
-
-def test_row_params_name_every_extra_column_of_the_insert():
-    params = row_params(_row(1, "/plone/a"))
-    placeholders = {
-        name
-        for column in processor.CatalogStateProcessor().get_extra_columns()
-        for name in re.findall(r"%\((\w+)\)s", column.value_expr)
-    }
-    assert placeholders == {
-        "path",
-        "parent_path",
-        "path_depth",
-        "idx",
-        "meta",
-        "searchable_text",
-    }
-    assert placeholders <= set(params)
+# -- the inserts take the updates' parameters ---------------------------------------
 
 
 @pytest.mark.parametrize(
-    "text, config, expected",
-    [
-        ("some words", "english", ["english", "some words"]),
-        ("", "simple", ["simple", ""]),
-        (None, "english", None),
-    ],
+    "update, insert", [("_UPDATE_ROWS", "_INSERT_ROWS"), ("_PATCH_ROWS", "_INSERT_PATCHED")]
 )
-def test_row_params_send_text_and_config_together(text, config, expected):
-    params = row_params(_row(1, "/plone/a", text=text, config=config))
-    assert params["searchable_text"] == expected
+def test_the_insert_of_missing_rows_reads_the_same_arrays(update, insert):
+    """``finalize`` runs both statements with one set of arrays."""
+    update, insert = getattr(processor, update), getattr(processor, insert)
+    assert _unnest_columns(insert) == _unnest_columns(update)
+    assert insert.as_string(None).count("%s") == update.as_string(None).count("%s")
 
 
-def test_row_params_values():
-    params = row_params(_row(7, "/plone/a/b", idx={"x": 1}, meta={"Title": "T"}))
-    assert {k: _plain(v) for k, v in params.items()} == {
-        "zoid": 7,
-        "path": "/plone/a/b",
-        "parent_path": "/plone/a",
-        "path_depth": 3,
-        "idx": {"x": 1},
-        "meta": {"Title": "T"},
-        "searchable_text": None,
-    }
-    assert type(params["idx"]) is Jsonb
-    assert type(params["meta"]) is Json
+def test_the_processor_writes_no_column_of_object_state():
+    """Objects that are not cataloged pay nothing for the catalog."""
+    assert processor.CatalogStateProcessor().get_extra_columns() == []

@@ -117,7 +117,7 @@ def test_a_window_counts_its_matches_in_the_same_pass():
     """Counted apart, every condition ran twice on every match."""
     text, _ = _sql(build_query({"portal_type": "a", "b_size": 5}, _indexes(), "/plone"))
     assert "count(*) OVER ()" in text
-    assert text.count(" FROM object_state WHERE ") == 1
+    assert text.count(" FROM pgcatalog_objects WHERE ") == 1
 
 
 def test_b_start_without_a_window_size_is_ignored():
@@ -194,7 +194,7 @@ def test_not_only_removes_excluded_objects_or_keeps_those_with_a_value():
         text, _ = _sql(build_query(query, _indexes(), "/plone"))
         assert (
             "NOT COALESCE((idx -> 'portal_type') = ANY(%s), FALSE) AND "
-            "((idx -> 'portal_type') IS NOT NULL OR EXISTS (SELECT 1 FROM object_state"
+            "((idx -> 'portal_type') IS NOT NULL OR EXISTS (SELECT 1 FROM pgcatalog_objects"
         ) in text
 
 

@@ -1,10 +1,12 @@
 """The DDL that serves each catalog index, as SQL text.
 
-Covers ``plone_pgcatalog.store.schema.index_ddl``, ``drop_index_ddl`` and the
-names they give (``sql_index_name``): which SQL indexes and statistics
-objects each index meta_type gets, that their expressions are the ones the
-query translators write, and that their names are valid PostgreSQL names,
-unique and stable.  Pure: the statements are only composed, never run.
+Covers ``plone_pgcatalog.store.schema.index_ddl`` (its statements on the
+catalog's table, ``expression_ddl``, and on the columns of schemas 1-4),
+``drop_index_ddl`` and the names they give (``sql_index_name``): which SQL
+indexes and statistics objects each index meta_type gets, that their
+expressions are the ones the query translators write, and that their names
+are valid PostgreSQL names, unique and stable.  Pure: the statements are
+only composed, never run.
 """
 
 from __future__ import annotations
@@ -25,10 +27,17 @@ _MAX_NAME = 63
 _KINDS = ("i", "t", "f", "l", "si", "st", "sf", "sl")
 
 
-def _statements(meta_type: str, name: str) -> list[str]:
-    composed = index_ddl(name, meta_type)
-    assert composed is not None
-    return composed.as_string(None).split("; ")
+def _statements(meta_type: str, name: str, legacy: bool = False) -> list[str]:
+    assert index_ddl(name, meta_type) is not None
+    return schema.expression_ddl(name, meta_type, legacy=legacy).split("; ")
+
+
+def _text(name: str, meta_type: str) -> str:
+    """What ``index_ddl`` creates on the catalog's table."""
+    return schema.expression_ddl(name, meta_type, legacy=False)
+
+
+T = '"pgcatalog_objects"'
 
 
 def _created_names(text: str) -> list[str]:
@@ -45,14 +54,10 @@ def _dropped_names(text: str) -> list[str]:
 def test_field_index_gets_a_btree_on_its_value_and_one_on_its_text():
     name = sql_index_name
     assert _statements("FieldIndex", "Title") == [
-        f'CREATE INDEX IF NOT EXISTS "{name("Title")}" ON object_state USING btree'
-        " (((idx -> 'Title'))) WHERE idx IS NOT NULL",
-        f'CREATE STATISTICS IF NOT EXISTS "{name("Title", "si")}"'
-        " ON ((idx -> 'Title')) FROM object_state",
-        f'CREATE INDEX IF NOT EXISTS "{name("Title", "t")}" ON object_state USING'
-        " btree ((((idx ->> 'Title') COLLATE \"C\"))) WHERE idx IS NOT NULL",
-        f'CREATE STATISTICS IF NOT EXISTS "{name("Title", "st")}"'
-        " ON (((idx ->> 'Title') COLLATE \"C\")) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("Title")}" ON {T} USING btree'
+        " (((idx -> 'Title')))",
+        f'CREATE INDEX IF NOT EXISTS "{name("Title", "t")}" ON {T} USING'
+        " btree ((((idx ->> 'Title') COLLATE \"C\")))",
     ]
 
 
@@ -60,46 +65,42 @@ def test_uuid_index_gets_the_same_indexes_as_a_field_index():
     field = index_ddl("UID", "FieldIndex").as_string(None)
     uuid = index_ddl("UID", "UUIDIndex").as_string(None)
     assert uuid == field
-    assert "USING btree ((((idx ->> 'UID') COLLATE \"C\")))" in uuid
+    assert "USING btree ((((idx ->> 'UID') COLLATE \"C\")))" in _text(
+        "UID", "UUIDIndex"
+    )
 
 
 @pytest.mark.parametrize("meta_type", ["DateIndex", "BooleanIndex", "GopipIndex"])
-def test_single_value_index_gets_one_btree_and_its_statistics(meta_type):
+def test_single_value_index_gets_one_btree(meta_type):
     name = sql_index_name
     assert _statements(meta_type, "effective") == [
-        f'CREATE INDEX IF NOT EXISTS "{name("effective")}" ON object_state USING'
-        " btree (((idx -> 'effective'))) WHERE idx IS NOT NULL",
-        f'CREATE STATISTICS IF NOT EXISTS "{name("effective", "si")}"'
-        " ON ((idx -> 'effective')) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("effective")}" ON {T} USING'
+        " btree (((idx -> 'effective')))",
     ]
 
 
 def test_keyword_index_gets_a_gin_on_its_value():
     name = sql_index_name
     assert _statements("KeywordIndex", "Subject") == [
-        f'CREATE INDEX IF NOT EXISTS "{name("Subject")}" ON object_state USING gin'
-        " (((idx -> 'Subject'))) WHERE idx IS NOT NULL",
-        f'CREATE STATISTICS IF NOT EXISTS "{name("Subject", "si")}"'
-        " ON ((idx -> 'Subject')) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("Subject")}" ON {T} USING gin'
+        " (((idx -> 'Subject')))",
     ]
 
 
-def test_date_recurring_index_gets_gin_and_btrees_on_first_and_last():
+def test_date_recurring_index_gets_gin_and_partial_btrees_on_first_and_last():
     name = sql_index_name
-    has_value = "idx IS NOT NULL AND (idx -> 'start') IS NOT NULL"
+    has_value = "(idx -> 'start') IS NOT NULL"
     assert _statements("DateRecurringIndex", "start") == [
-        f'CREATE INDEX IF NOT EXISTS "{name("start")}" ON object_state USING gin'
-        " (((idx -> 'start'))) WHERE idx IS NOT NULL",
-        f'CREATE STATISTICS IF NOT EXISTS "{name("start", "si")}"'
-        " ON ((idx -> 'start')) FROM object_state",
-        f'CREATE INDEX IF NOT EXISTS "{name("start", "f")}" ON object_state USING'
+        f'CREATE INDEX IF NOT EXISTS "{name("start")}" ON {T} USING gin'
+        " (((idx -> 'start')))",
+        f'CREATE INDEX IF NOT EXISTS "{name("start", "f")}" ON {T} USING'
         f" btree ((((idx -> 'start') -> 0))) WHERE {has_value}",
         f'CREATE STATISTICS IF NOT EXISTS "{name("start", "sf")}"'
-        " ON (((idx -> 'start') -> 0)) FROM object_state",
-        f'CREATE INDEX IF NOT EXISTS "{name("start", "l")}" ON object_state USING'
+        f" ON (((idx -> 'start') -> 0)) FROM {T}",
+        f'CREATE INDEX IF NOT EXISTS "{name("start", "l")}" ON {T} USING'
         f" btree ((((idx -> 'start') -> -1))) WHERE {has_value}",
         f'CREATE STATISTICS IF NOT EXISTS "{name("start", "sl")}"'
-        " ON (((idx -> 'start') -> -1)) FROM object_state",
+        f" ON (((idx -> 'start') -> -1)) FROM {T}",
     ]
 
 
@@ -107,11 +108,26 @@ def test_text_index_gets_a_gin_on_the_words_of_its_value():
     name = sql_index_name
     words = "to_tsvector('simple'::regconfig, COALESCE(idx ->> 'Description', ''))"
     assert _statements("ZCTextIndex", "Description") == [
-        f'CREATE INDEX IF NOT EXISTS "{name("Description")}" ON object_state'
-        f" USING gin (({words})) WHERE idx IS NOT NULL",
-        f'CREATE STATISTICS IF NOT EXISTS "{name("Description", "si")}"'
-        f" ON ({words}) FROM object_state",
+        f'CREATE INDEX IF NOT EXISTS "{name("Description")}" ON {T}'
+        f" USING gin (({words}))",
     ]
+
+
+def test_before_schema_5_the_indexes_are_partial_on_object_state():
+    """Until the upgrade 4 -> 5, an index added goes where schema 4 keeps
+    the values, with its statistics object, as schema 4 made them."""
+    name = sql_index_name
+    assert _statements("KeywordIndex", "Subject", legacy=True) == [
+        f'CREATE INDEX IF NOT EXISTS "{name("Subject")}" ON "object_state" USING gin'
+        " (((idx -> 'Subject'))) WHERE idx IS NOT NULL",
+        f'CREATE STATISTICS IF NOT EXISTS "{name("Subject", "si")}"'
+        ' ON ((idx -> \'Subject\')) FROM "object_state"',
+    ]
+    text = index_ddl("Subject", "KeywordIndex").as_string(None)
+    assert "to_regclass('pgcatalog_objects')) = 'v'" in text
+    legacy = schema.expression_ddl("Subject", "KeywordIndex", legacy=True)
+    assert legacy.replace("'", "''") in text
+    assert _text("Subject", "KeywordIndex").replace("'", "''") in text
 
 
 def test_searchable_text_needs_no_index_of_its_own():
@@ -150,14 +166,15 @@ def test_other_meta_types_need_no_ddl(meta_type):
         "ZCTextIndex",
     ],
 )
-def test_every_index_is_partial_and_has_statistics(meta_type):
+def test_only_partial_indexes_have_statistics_objects(meta_type):
+    """PostgreSQL keeps statistics of the expressions of other indexes."""
     statements = _statements(meta_type, "some_index")
     indexes = [s for s in statements if s.startswith("CREATE INDEX")]
     statistics = [s for s in statements if s.startswith("CREATE STATISTICS")]
-    assert indexes and len(indexes) == len(statistics)
-    assert len(indexes) + len(statistics) == len(statements)
-    assert all(" WHERE idx IS NOT NULL" in s for s in indexes)
-    assert all(s.endswith(" FROM object_state") for s in statistics)
+    assert indexes and len(indexes) + len(statistics) == len(statements)
+    assert len(statistics) == len([s for s in indexes if " WHERE " in s])
+    assert all(f" ON {T} " in s for s in indexes)
+    assert all(s.endswith(f" FROM {T}") for s in statistics)
 
 
 # -- the expressions are the query translators' -------------------------------------
@@ -178,28 +195,28 @@ def test_every_index_is_partial_and_has_statistics(meta_type):
 def test_value_index_expression_is_the_translators_json_key(meta_type, method):
     key = json_key("review_state").as_string(None)
     first = _statements(meta_type, "review_state")[0]
-    assert f"USING {method} (({key})) WHERE" in first
+    assert first.endswith(f"USING {method} (({key}))")
 
 
 @pytest.mark.parametrize("meta_type", ["FieldIndex", "UUIDIndex"])
 def test_string_range_expression_is_the_translators_text_key(meta_type):
     key = text_key("sortable_title").as_string(None)
-    assert f"USING btree (({key}))" in _statements(meta_type, "sortable_title")[2]
+    assert f"USING btree (({key}))" in _statements(meta_type, "sortable_title")[1]
 
 
 def test_occurrence_expressions_are_the_translators_bounds():
     key = json_key("start").as_string(None)
-    text = index_ddl("start", "DateRecurringIndex").as_string(None)
+    text = _text("start", "DateRecurringIndex")
     assert f"(({key} -> 0))" in text
     assert f"(({key} -> -1))" in text
-    assert f"WHERE idx IS NOT NULL AND {key} IS NOT NULL" in text
+    assert f"WHERE {key} IS NOT NULL" in text
 
 
 # -- names and quoting ------------------------------------------------------------
 
 
 def test_index_name_is_quoted_as_a_literal_in_expressions():
-    text = index_ddl("it's", "FieldIndex").as_string(None)
+    text = _text("it's", "FieldIndex")
     assert "'it''s'" in text
     assert "'it's'" not in text
 
@@ -249,16 +266,16 @@ def test_long_names_keep_a_prefix_of_the_index_name():
 @pytest.mark.parametrize(
     "meta_type, count",
     [
-        ("FieldIndex", 4),
-        ("UUIDIndex", 4),
-        ("KeywordIndex", 2),
-        ("DateIndex", 2),
-        ("DateRecurringIndex", 6),
-        ("ZCTextIndex", 2),
+        ("FieldIndex", 2),
+        ("UUIDIndex", 2),
+        ("KeywordIndex", 1),
+        ("DateIndex", 1),
+        ("DateRecurringIndex", 5),
+        ("ZCTextIndex", 1),
     ],
 )
 def test_objects_of_one_index_have_distinct_names(meta_type, count):
-    names = _created_names(index_ddl("x" * 100, meta_type).as_string(None))
+    names = _created_names(_text("x" * 100, meta_type))
     assert len(names) == len(set(names)) == count
     assert all(n.startswith(schema.NAME_PREFIX) for n in names)
 
@@ -266,7 +283,7 @@ def test_objects_of_one_index_have_distinct_names(meta_type, count):
 def test_objects_of_different_indexes_have_distinct_names():
     names = []
     for index_name in ["Title", "title", "TITLE", "ti-tle", "ti_tle"]:
-        names += _created_names(index_ddl(index_name, "FieldIndex").as_string(None))
+        names += _created_names(schema.expression_ddl(index_name, "FieldIndex", True))
     assert len(names) == len(set(names)) == 5 * 4
 
 
@@ -284,13 +301,15 @@ def test_objects_of_different_indexes_have_distinct_names():
     ],
 )
 def test_drop_index_ddl_drops_exactly_what_index_ddl_creates(meta_type):
-    created = _created_names(index_ddl("Ab-c", meta_type).as_string(None))
+    """On the table, and on ``object_state`` before schema 5."""
+    created = set(_created_names(index_ddl("Ab-c", meta_type).as_string(None)))
     dropped = _dropped_names(drop_index_ddl("Ab-c", meta_type).as_string(None))
     assert sorted(dropped) == sorted(created)
+    assert set(_created_names(_text("Ab-c", meta_type))) <= created
 
 
 @pytest.mark.parametrize("meta_type", ["FieldIndex", "DateRecurringIndex"])
 def test_schema_check_looks_for_the_names_index_ddl_creates(meta_type):
     # ``create_schema`` decides from these names whether DDL is missing.
-    created = _created_names(index_ddl("start", meta_type).as_string(None))
+    created = _created_names(_text("start", meta_type))
     assert schema._index_object_names("start", meta_type) == set(created)

@@ -2,16 +2,17 @@
 
 Owns the names every statement of the catalog is composed from, outside
 this package as inside it: the table (``TABLE``), the name a search gives
-its row source (``ROWS``: the table, or the read-your-writes overlay), what
-makes a row a catalog row (``cataloged``), and the expression of an
+its row source (``ROWS``: the table, or the read-your-writes overlay), and
+the expression of an
 index's value (``json_key``, ``text_key``, ``words``, ``has_key``), which
 the SQL indexes (``schema``) and the query translators write alike, so
 that PostgreSQL matches one to the other.
 
-Schema 1-4: the catalog's columns (``path``, ``parent_path``,
-``path_depth``, ``idx``, ``meta``, ``searchable_text``, ``text_config``)
-are on zodb-pgjsonb's ``object_state``; a row is cataloged when its
-``idx`` is not NULL.
+Schema 5: the catalog's own table, ``pgcatalog_objects``, one row per
+cataloged object keyed by its ``zoid`` (``schema.BASE_DDL``).  Until the
+upgrade step 4 -> 5 has run, the same name is a view over the columns
+schemas 1-4 kept on zodb-pgjsonb's ``object_state`` (``schema.LEGACY_VIEW``),
+so that every statement reads and writes one name in either layout.
 
 Pure: no database, no Zope.
 """
@@ -26,19 +27,18 @@ import functools
 # prepared) as they are written.
 
 #: The table that holds the catalog rows.
-TABLE = sql.SQL("object_state")
+TABLE = sql.SQL("pgcatalog_objects")
 
 #: The name a search's row source has in its statement: the table itself,
 #: or the overlay of pending changes (``overlay.Overlay.source``) named so.
-ROWS = sql.SQL("object_state")
+ROWS = sql.SQL("pgcatalog_objects")
+
+#: zodb-pgjsonb's table of object states: the catalog reads it only for
+#: what it keeps of an object (``tid``: when it was stored; its class).
+OBJECTS = sql.SQL("object_state")
 
 #: The full-text column of SearchableText (a ``tsvector``).
 SEARCHABLE_TEXT = sql.SQL("searchable_text")
-
-
-def cataloged(alias: str = "") -> sql.SQL:
-    """The condition that a row of ``TABLE`` (as ``alias``) is cataloged."""
-    return sql.SQL(f"{alias}.idx IS NOT NULL" if alias else "idx IS NOT NULL")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import ROWS
+from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.relocation import relocated_rows
 from plone_pgcatalog.store.relocation import unmoved_clause
 from plone_pgcatalog.store.schema import searchable_vector
@@ -84,19 +86,20 @@ class Overlay:
             # subtrees moved after ``keep_only`` in the same transaction
             # are shown where they moved; a rebuild ends its transaction.)
             clause, values = path_clause(root, -1)
-            keep = "NOT ({} AND tid <= %s AND NOT zoid = ANY(%s::bigint[]))"
-            hidden.append(sql.SQL(keep).format(clause))
-            hidden_params += [*values, since, kept]
+            keep = (
+                "NOT ({} AND NOT zoid = ANY(%s::bigint[]) AND EXISTS (SELECT 1"
+                " FROM {} AS o WHERE o.zoid = {}.zoid AND o.tid <= %s))"
+            )
+            hidden.append(sql.SQL(keep).format(clause, OBJECTS, TABLE))
+            hidden_params += [*values, kept, since]
         columns = (
             "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
         )
-        stored_rows = sql.SQL(
-            columns + " FROM object_state WHERE idx IS NOT NULL AND {}{}"
-        )
+        stored_rows = sql.SQL(columns + " FROM {} WHERE {}{}")
         if not self.reordered:
             branches = [
                 stored_rows.format(
-                    sql.SQL("idx"), sql.SQL(" AND ").join(hidden), sql.SQL("")
+                    sql.SQL("idx"), TABLE, sql.SQL(" AND ").join(hidden), sql.SQL("")
                 )
             ]
             params = list(hidden_params)
@@ -106,11 +109,13 @@ class Overlay:
             branches = [
                 stored_rows.format(
                     sql.SQL("idx"),
+                    TABLE,
                     sql.SQL(" AND ").join(hidden),
                     sql.SQL(" AND NOT parent_path = ANY(%s)"),
                 ),
                 stored_rows.format(
                     sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
+                    TABLE,
                     sql.SQL(" AND ").join(hidden),
                     sql.SQL(" AND parent_path = ANY(%s)"),
                 ),
@@ -138,10 +143,11 @@ class Overlay:
                     " (o.idx - p.removed) || p.vals AS idx,"
                     " CASE WHEN p.text_given THEN {vector}"
                     " ELSE o.searchable_text END"
-                    " FROM object_state AS o JOIN jsonb_to_recordset(%s) AS"
+                    " FROM {table} AS o JOIN jsonb_to_recordset(%s) AS"
                     " {patch_columns} ON p.zoid = o.zoid"
-                    " WHERE o.idx IS NOT NULL AND {unmoved} AND {gone}"
+                    " WHERE {unmoved} AND {gone}"
                 ).format(
+                    table=TABLE,
                     vector=patch_vector,
                     patch_columns=sql.SQL(patch_columns),
                     unmoved=unmoved,

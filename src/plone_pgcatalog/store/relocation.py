@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import path_depth
+from plone_pgcatalog.store.layout import TABLE
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
@@ -134,12 +135,12 @@ _MATCHES = sql.SQL(
     " ELSE r.final || substr(s.parent_path, length(r.stored) + 1) END)"
     ' COLLATE "C" AS parent_path,'
     " s.path_depth + r.delta AS path_depth{extra}"
-    " FROM object_state AS s JOIN jsonb_to_recordset(%s) AS"
+    " FROM {table} AS s JOIN jsonb_to_recordset(%s) AS"
     " r(stored text, final text, final_parent text, delta integer)"
     ' ON s.path = r.stored COLLATE "C"'
     " OR (s.path >= (r.stored || '/') COLLATE \"C\""
     " AND s.path < (r.stored || '0') COLLATE \"C\")"
-    " WHERE s.idx IS NOT NULL AND {within}{excluded}"
+    " WHERE {within}{excluded}"
     " ORDER BY s.zoid, length(r.stored) DESC"
 )
 
@@ -152,14 +153,15 @@ def relocate_statement(
     carry their current path)."""
     within, within_params = _within(relocations)
     matches = _MATCHES.format(
+        table=TABLE,
         extra=sql.SQL(""),
         within=within,
         excluded=sql.SQL(" AND NOT s.zoid = ANY(%s::bigint[])"),
     )
     statement = sql.SQL(
-        "UPDATE object_state AS o SET path = m.path, parent_path = m.parent_path,"
+        "UPDATE {} AS o SET path = m.path, parent_path = m.parent_path,"
         " path_depth = m.path_depth FROM ({}) AS m WHERE o.zoid = m.zoid"
-    ).format(matches)
+    ).format(TABLE, matches)
     params = (Jsonb([r.as_json() for r in relocations]), *within_params, keep)
     return statement, params
 
@@ -169,6 +171,7 @@ def relocated_rows(relocations: tuple[Relocation, ...]) -> tuple[sql.Composed, l
     ``zoid, path, parent_path, path_depth, idx, searchable_text``."""
     within, within_params = _within(relocations)
     statement = _MATCHES.format(
+        table=TABLE,
         extra=sql.SQL(", s.idx, s.searchable_text"),
         within=within,
         excluded=sql.SQL(""),

@@ -9,8 +9,13 @@ Pure: statements only, no connection.
 
 from __future__ import annotations
 
+from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import COLUMNS
 from psycopg import sql
+
+# Composed with the statements' own placeholders ({site}, {vector}, {}),
+# which the CLI fills in.
+_TABLE = TABLE.as_string(None)
 
 # Rows of the walked objects, and whether their stored words equal the
 # words extracted now (the same expression the processor writes with).
@@ -18,31 +23,30 @@ STORED_ROWS = sql.SQL(
     "SELECT s.zoid, s.path, s.idx, s.meta,"
     " s.searchable_text IS NOT DISTINCT FROM {vector}"
     " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS e(zoid, config, words)"
-    " JOIN object_state AS s ON s.zoid = e.zoid"
-    " WHERE s.idx IS NOT NULL"
+    " JOIN " + _TABLE + " AS s ON s.zoid = e.zoid"
 )
 
 # Every row of the site, a page at a time (keyset on the primary key).
 SITE_ROWS = sql.SQL(
-    "SELECT zoid, path FROM object_state WHERE idx IS NOT NULL AND {site}"
+    "SELECT zoid, path FROM " + _TABLE + " WHERE {site}"
     " AND zoid > %s ORDER BY zoid LIMIT %s"
 )
 
-ROW_COUNT = sql.SQL("SELECT count(*) FROM object_state WHERE idx IS NOT NULL AND {}")
+ROW_COUNT = sql.SQL("SELECT count(*) FROM " + _TABLE + " WHERE {}")
 
 PER_VALUE = sql.SQL(
-    "SELECT idx ->> %s, count(*) FROM object_state WHERE idx IS NOT NULL AND {}"
+    "SELECT idx ->> %s, count(*) FROM " + _TABLE + " WHERE {}"
     " GROUP BY 1 ORDER BY 2 DESC, 1"
 )
 
-COLUMN_SIZES = sql.SQL("SELECT {} FROM object_state WHERE idx IS NOT NULL AND {}")
+COLUMN_SIZES = sql.SQL("SELECT {} FROM " + _TABLE + " WHERE {}")
 
 #: The catalog's columns (schema.BASE_DDL), in the order of ``COLUMN_SIZES``.
 CATALOG_COLUMNS = COLUMNS
 
 SQL_INDEXES = sql.SQL(
     "SELECT indexname, pg_relation_size(format('%%I.%%I', schemaname, indexname))"
-    " FROM pg_indexes WHERE tablename = 'object_state'"
+    " FROM pg_indexes WHERE tablename IN ('pgcatalog_objects', 'object_state')"
     " AND schemaname = current_schema() AND indexname LIKE %s"
     " ORDER BY 2 DESC, 1"
 )

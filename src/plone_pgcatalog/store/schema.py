@@ -1,38 +1,45 @@
-"""The catalog's PostgreSQL schema: columns and indexes on ``object_state``.
+"""The catalog's PostgreSQL schema: its own table, ``pgcatalog_objects``.
 
 Owns: the DDL, all of it idempotent (``IF NOT EXISTS``), and its version.
 
-- ``BASE_DDL`` adds the catalog columns and the indexes every catalog
-  needs.  zodb-pgjsonb applies it (version-tagged by its text) before the
-  first write transaction, when no read snapshot holds the table.
-- ``index_ddl()`` gives the expression index that serves one catalog index;
-  the tool applies it when an index is added.
+- ``BASE_DDL`` creates the table and the indexes every catalog needs.
+  zodb-pgjsonb applies it (version-tagged by its text) before the first
+  write transaction, when no read snapshot holds the table.
+- ``index_ddl()`` gives the SQL indexes that serve one catalog index; the
+  tool applies them when an index is added.
 - ``create_schema()`` puts back what is missing of it (an install after an
   uninstall), ``drop_schema()`` takes all of it away, in one transaction,
   once no catalog has rows left (the uninstall of the last one).  Both run
   on a connection they are given, their locks under a timeout.
 
+Schema 5: one row per cataloged object, keyed by the object's ``zoid``,
+with a foreign key on zodb-pgjsonb's ``object_state`` (``ON DELETE
+CASCADE``: pack, undo and removal leave no orphan row; ZODB writes of
+objects that are not cataloged touch nothing of the catalog).  Every row
+is a catalog row: the table is dense (many rows a page) and PostgreSQL's
+statistics of its columns and index expressions count cataloged objects
+only.  Several sites share the table, told apart by their paths.
+
+Schemas 1-4 kept the same columns on ``object_state`` itself.  On such a
+database ``BASE_DDL`` makes ``pgcatalog_objects`` a view over them, with
+triggers that turn the catalog's inserts and deletes into updates of those
+columns, so that this version reads and writes as before until the
+upgrade step 4 -> 5 (``store.upgrade5``) has built the table beside and
+switched to it.
+
 ``idx`` is read by every condition its SQL indexes do not answer exactly
-(a filter on the heap row), several times per row.  Stored as PostgreSQL
-stores a wide value by default (compressed with pglz, moved out of the
-row into TOAST), each read cost about 20 microseconds a row.  So ``idx``
-stays in the row (storage MAIN), compressed only when the row would not
-fit otherwise (with lz4 where the server has it), and the table keeps
-rows of up to 4 KB whole (``toast_tuple_target``): with the default of 2
-KB, the wide ``idx`` pushed every other column of the row into TOAST
-(``path``, and zodb-pgjsonb's ``class_mod`` and ``refs``), which ZODB loads
-then paid for.  The object's ``state`` is moved out first, as before;
-``path`` and ``parent_path`` stay in the row (MAIN) too.  ``meta`` is read
-only for the brains a page shows.
+(a filter on the heap row), several times per row: it stays in the row
+(storage MAIN), compressed only when the row would not fit otherwise (with
+lz4 where the server has it), and the table keeps rows of up to 4 KB whole
+(``toast_tuple_target``).  ``meta`` is read only for the brains a page
+shows.
 
 ``meta`` is ``json``, not ``jsonb``: it is only ever read whole, by brains,
 and ``json`` is sent as it is stored, where ``jsonb`` is printed back to
 text on every read (20 brains' metadata: 0.48 ms as ``jsonb``, 0.35 as
 ``json``, measured at 500 documents).  Nothing queries inside it.
 
-Rows of objects that are not cataloged have NULL catalog columns; every
-index is partial (``WHERE idx IS NOT NULL``), so the catalog's indexes
-stay as small as the catalog.  Must not open connections.
+Must not open connections.
 """
 
 from __future__ import annotations
@@ -53,46 +60,112 @@ import re
 #: 3: ``idx`` kept in the row (storage MAIN, rows of up to 4 KB kept whole,
 #: lz4 where the server has it); rows are rewritten to take the new form.
 #: 4: ``meta`` is ``json`` (``meta_to_json``, run by the upgrade step).
-SCHEMA_VERSION = 4
+#: 5: the catalog's own table, ``pgcatalog_objects`` (``store.upgrade5``).
+SCHEMA_VERSION = 5
+
+#: The catalog's table; ``layout.TABLE`` names it in statements.
+TABLE = "pgcatalog_objects"
+
+#: The catalog's columns, in the table's order (after ``zoid``).
+COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", "searchable_text")
+
+#: The table and its own indexes (``{table}``: its name; the upgrade to
+#: schema 5 builds it under another name, ``{prefix}`` its index names).
+TABLE_DDL = """\
+CREATE TABLE IF NOT EXISTS {table} (
+    zoid bigint PRIMARY KEY REFERENCES object_state (zoid) ON DELETE CASCADE,
+    path text COLLATE "C",
+    parent_path text COLLATE "C",
+    path_depth integer,
+    idx jsonb,
+    meta json,
+    searchable_text tsvector
+) WITH (toast_tuple_target = 4080);
+ALTER TABLE {table} ALTER COLUMN idx SET STORAGE MAIN,
+    ALTER COLUMN path SET STORAGE MAIN,
+    ALTER COLUMN parent_path SET STORAGE MAIN;
+CREATE INDEX IF NOT EXISTS {prefix}path ON {table} (path);
+CREATE INDEX IF NOT EXISTS {prefix}parent_path ON {table} (parent_path);
+CREATE INDEX IF NOT EXISTS {prefix}idx ON {table} USING gin (idx jsonb_path_ops);
+CREATE INDEX IF NOT EXISTS {prefix}searchable_text
+    ON {table} USING gin (searchable_text);
+CREATE INDEX IF NOT EXISTS {prefix}path_depth ON {table} (path_depth, path);
+CREATE INDEX IF NOT EXISTS {prefix}path_elements
+    ON {table} USING gin (string_to_array(path, '/'));
+"""
+
+#: Names of the indexes ``TABLE_DDL`` creates, after the prefix.
+TABLE_INDEXES = (
+    "path",
+    "parent_path",
+    "idx",
+    "searchable_text",
+    "path_depth",
+    "path_elements",
+)
+
+# Schemas 1-4: ``pgcatalog_objects`` is a view over the catalog columns on
+# ``object_state``; an insert sets them on the object's row, a delete sets
+# them to NULL (never deletes the object).  Updates go through the view as
+# PostgreSQL updates a simple view.
+_LEGACY_VIEW = """\
+CREATE OR REPLACE VIEW pgcatalog_objects AS
+    SELECT zoid, path, parent_path, path_depth, idx, meta, searchable_text
+    FROM object_state WHERE idx IS NOT NULL;
+CREATE OR REPLACE FUNCTION pgcatalog_legacy_insert() RETURNS trigger
+LANGUAGE plpgsql AS $fn$ BEGIN
+    UPDATE object_state SET path = NEW.path, parent_path = NEW.parent_path,
+        path_depth = NEW.path_depth, idx = NEW.idx, meta = NEW.meta,
+        searchable_text = NEW.searchable_text
+        WHERE zoid = NEW.zoid;
+    RETURN NEW;
+END $fn$;
+CREATE OR REPLACE FUNCTION pgcatalog_legacy_delete() RETURNS trigger
+LANGUAGE plpgsql AS $fn$ BEGIN
+    UPDATE object_state SET path = NULL, parent_path = NULL,
+        path_depth = NULL, idx = NULL, meta = NULL, searchable_text = NULL
+        WHERE zoid = OLD.zoid;
+    RETURN OLD;
+END $fn$;
+CREATE OR REPLACE TRIGGER pgcatalog_legacy_insert
+    INSTEAD OF INSERT ON pgcatalog_objects
+    FOR EACH ROW EXECUTE FUNCTION pgcatalog_legacy_insert();
+CREATE OR REPLACE TRIGGER pgcatalog_legacy_delete
+    INSTEAD OF DELETE ON pgcatalog_objects
+    FOR EACH ROW EXECUTE FUNCTION pgcatalog_legacy_delete();
+"""
+
+
+def _dollar(body: str) -> str:
+    return "$pgcatalog$ " + body + " $pgcatalog$"
+
 
 BASE_DDL = f"""\
-ALTER TABLE object_state
-    ADD COLUMN IF NOT EXISTS path text COLLATE "C",
-    ADD COLUMN IF NOT EXISTS parent_path text COLLATE "C",
-    ADD COLUMN IF NOT EXISTS path_depth integer,
-    ADD COLUMN IF NOT EXISTS idx jsonb,
-    ADD COLUMN IF NOT EXISTS meta json,
-    ADD COLUMN IF NOT EXISTS searchable_text tsvector;
-CREATE INDEX IF NOT EXISTS pgcatalog_path
-    ON object_state (path) WHERE idx IS NOT NULL;
-CREATE INDEX IF NOT EXISTS pgcatalog_parent_path
-    ON object_state (parent_path) WHERE idx IS NOT NULL;
-CREATE INDEX IF NOT EXISTS pgcatalog_idx
-    ON object_state USING gin (idx jsonb_path_ops) WHERE idx IS NOT NULL;
-CREATE INDEX IF NOT EXISTS pgcatalog_searchable_text
-    ON object_state USING gin (searchable_text) WHERE idx IS NOT NULL;
 CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
     value bigint NOT NULL
 );
-INSERT INTO pgcatalog_state (key, value) VALUES ('counter', 0),
-    ('schema_version', {SCHEMA_VERSION})
-    ON CONFLICT (key) DO NOTHING;
-UPDATE pgcatalog_state SET value = {SCHEMA_VERSION}
-    WHERE key = 'schema_version' AND value < {SCHEMA_VERSION};
-CREATE INDEX IF NOT EXISTS pgcatalog_path_depth
-    ON object_state (path_depth, path) WHERE idx IS NOT NULL;
-CREATE INDEX IF NOT EXISTS pgcatalog_path_elements
-    ON object_state USING gin (string_to_array(path, '/')) WHERE idx IS NOT NULL;
-ALTER TABLE object_state SET (toast_tuple_target = 4080);
-ALTER TABLE object_state ALTER COLUMN idx SET STORAGE MAIN,
-    ALTER COLUMN path SET STORAGE MAIN,
-    ALTER COLUMN parent_path SET STORAGE MAIN;
-DO $pgcatalog$ BEGIN
-    ALTER TABLE object_state ALTER COLUMN idx SET COMPRESSION lz4;
-EXCEPTION WHEN OTHERS THEN
-    RAISE NOTICE 'plone_pgcatalog: idx stays compressed with pglz: %', SQLERRM;
-END $pgcatalog$;
+DO $pgcatalog_base$
+DECLARE
+    legacy boolean := EXISTS (
+        SELECT 1 FROM pg_attribute WHERE attrelid = 'object_state'::regclass
+        AND attname = 'idx' AND attnum > 0 AND NOT attisdropped);
+BEGIN
+    INSERT INTO pgcatalog_state (key, value) VALUES ('counter', 0),
+        ('schema_version', CASE WHEN legacy THEN 4 ELSE {SCHEMA_VERSION} END)
+        ON CONFLICT (key) DO NOTHING;
+    IF legacy THEN
+        EXECUTE {_dollar(_LEGACY_VIEW)};
+    ELSE
+        EXECUTE {_dollar(TABLE_DDL.format(table=TABLE, prefix="pgcatalog_"))};
+        BEGIN
+            ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET COMPRESSION lz4;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE NOTICE 'plone_pgcatalog: idx stays compressed with pglz: %',
+                SQLERRM;
+        END;
+    END IF;
+END $pgcatalog_base$;
 """
 
 
@@ -143,44 +216,73 @@ def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
     return list(declared(index_name)) if declared is not None else []
 
 
-def index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
-    """The DDL serving one catalog index, or None if it needs none.
-
-    A partial index over an expression gives the planner no statistics
-    (PostgreSQL reads statistics of non-partial indexes only), so every
-    indexed expression also gets a statistics object: without it, each
-    condition on ``idx`` is estimated with a fixed default selectivity and
-    the planner picks its plans blind.  ANALYZE (autovacuum) fills both.
-    """
-    expressions = _index_expressions(index_name, meta_type)
-    if not expressions:
-        return None
+def expression_ddl(
+    index_name: str, meta_type: str, legacy: bool, table: str = TABLE, name=str
+) -> str:
+    """The statements of ``index_ddl``, on ``table`` or (``legacy``) on
+    the columns of schemas 1-4, as text; ``name`` maps each SQL object's
+    name to the one it is created with (an upgrade builds under others)."""
+    if legacy:
+        table = "object_state"
     statements = []
-    for kind, method, expression, predicate in expressions:
-        where = sql.SQL("idx IS NOT NULL")
+    for kind, method, expression, predicate in _index_expressions(
+        index_name, meta_type
+    ):
+        conditions = [sql.SQL("idx IS NOT NULL")] if legacy else []
         if predicate is not None:
-            where += sql.SQL(" AND ") + predicate
+            conditions.append(predicate)
+        where = sql.SQL("")
+        if conditions:
+            where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions)
         statements.append(
             sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {name} ON object_state USING {method}"
-                " (({expression})) WHERE {where}"
+                "CREATE INDEX IF NOT EXISTS {name} ON {table} USING {method}"
+                " (({expression})){where}"
             ).format(
-                name=sql.Identifier(sql_index_name(index_name, kind)),
+                name=sql.Identifier(name(sql_index_name(index_name, kind))),
+                table=sql.Identifier(table),
                 method=sql.SQL(method),
                 expression=expression,
                 where=where,
             )
         )
-        statements.append(
-            sql.SQL(
-                "CREATE STATISTICS IF NOT EXISTS {name} ON ({expression})"
-                " FROM object_state"
-            ).format(
-                name=sql.Identifier(sql_index_name(index_name, "s" + kind)),
-                expression=expression,
+        if conditions:
+            # PostgreSQL keeps statistics of the expressions of an index
+            # without a predicate only: a partial one needs this object,
+            # or each condition on it is estimated with a fixed default
+            # selectivity.  ANALYZE (autovacuum) fills it.
+            statements.append(
+                sql.SQL(
+                    "CREATE STATISTICS IF NOT EXISTS {name} ON ({expression})"
+                    " FROM {table}"
+                ).format(
+                    name=sql.Identifier(name(sql_index_name(index_name, "s" + kind))),
+                    expression=expression,
+                    table=sql.Identifier(table),
+                )
             )
-        )
-    return sql.SQL("; ").join(statements)
+    return "; ".join(statement.as_string(None) for statement in statements)
+
+
+def index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
+    """The DDL serving one catalog index, or None if it needs none.
+
+    Expression indexes on the catalog's table, or, until the upgrade step
+    4 -> 5 has run, partial indexes on ``object_state`` as schemas 1-4 made
+    them: one statement that looks which layout the database has.
+    """
+    if not _index_expressions(index_name, meta_type):
+        return None
+    return sql.SQL(
+        "DO $pgcatalog_index$ BEGIN"
+        " IF (SELECT relkind FROM pg_class WHERE oid = to_regclass({table})) = 'v'"
+        " THEN EXECUTE {legacy}; ELSE EXECUTE {ddl}; END IF;"
+        " END $pgcatalog_index$"
+    ).format(
+        table=sql.Literal(TABLE),
+        legacy=sql.Literal(expression_ddl(index_name, meta_type, legacy=True)),
+        ddl=sql.Literal(expression_ddl(index_name, meta_type, legacy=False)),
+    )
 
 
 def drop_index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
@@ -205,13 +307,9 @@ def drop_index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
 
 # -- the whole schema, put back and taken away ----------------------------------
 
-#: The columns ``BASE_DDL`` adds to ``object_state``, in its order (put
-#: back, they come back in the same order).
-COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", "searchable_text")
-
-#: The start of the name of every SQL object of the catalog: its table and,
-#: on ``object_state``, its indexes and statistics objects (``BASE_DDL``,
-#: ``sql_index_name``).
+#: The start of the name of every SQL object of the catalog: its tables,
+#: their indexes and statistics objects (``BASE_DDL``, ``sql_index_name``),
+#: and those schemas 1-4 made on ``object_state``.
 NAME_PREFIX = "pgcatalog_"
 
 STATE_TABLE = "pgcatalog_state"
@@ -230,33 +328,25 @@ _SET_LOCK_TIMEOUT = sql.SQL("SELECT set_config('lock_timeout', %s, true)")
 # zodb-pgjsonb's commit lock (taken by every ``tpc_begin``): a commit under
 # way in any process ends first, and the check after the locks sees its rows.
 _COMMIT_LOCK = sql.SQL("SELECT pg_advisory_xact_lock(0)")
-_TABLE_LOCK = sql.SQL("LOCK TABLE object_state IN ACCESS EXCLUSIVE MODE")
 _EXISTS = sql.SQL("SELECT to_regclass(%s) IS NOT NULL")
-_PRESENT_COLUMNS = sql.SQL(
+_RELKIND = sql.SQL("SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)")
+_LEGACY_COLUMNS = sql.SQL(
     "SELECT attname FROM pg_attribute WHERE attrelid = 'object_state'::regclass"
     " AND attname = ANY(%s) AND attnum > 0 AND NOT attisdropped"
 )
-_A_CATALOG_ROW = sql.SQL("SELECT path FROM object_state WHERE idx IS NOT NULL LIMIT 1")
+_A_CATALOG_ROW = sql.SQL("SELECT path FROM pgcatalog_objects LIMIT 1")
 _OWN_INDEXES = sql.SQL(
     "SELECT n.nspname, c.relname FROM pg_index AS i"
     " JOIN pg_class AS c ON c.oid = i.indexrelid"
     " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
-    " WHERE i.indrelid = 'object_state'::regclass AND starts_with(c.relname, %s)"
-    " ORDER BY c.relname"
+    " WHERE i.indrelid IN ('object_state'::regclass, to_regclass(%s))"
+    " AND starts_with(c.relname, %s) ORDER BY c.relname"
 )
 _OWN_STATISTICS = sql.SQL(
     "SELECT n.nspname, s.stxname FROM pg_statistic_ext AS s"
     " JOIN pg_namespace AS n ON n.oid = s.stxnamespace"
-    " WHERE s.stxrelid = 'object_state'::regclass AND starts_with(s.stxname, %s)"
-    " ORDER BY s.stxname"
-)
-_DROP_COLUMNS = sql.SQL(
-    "ALTER TABLE object_state {}, RESET (toast_tuple_target)"
-).format(
-    sql.SQL(", ").join(
-        sql.SQL("DROP COLUMN IF EXISTS {}").format(sql.Identifier(column))
-        for column in COLUMNS
-    )
+    " WHERE s.stxrelid IN ('object_state'::regclass, to_regclass(%s))"
+    " AND starts_with(s.stxname, %s) ORDER BY s.stxname"
 )
 _DROP_STATE_TABLE = sql.SQL("DROP TABLE IF EXISTS {}").format(
     sql.Identifier(STATE_TABLE)
@@ -271,6 +361,9 @@ class SchemaDrop:
     """What ``drop_schema`` did; ``kept`` says why it left everything."""
 
     kept: str | None = None
+    #: the catalog's table (or, before schema 5, its view) was dropped
+    table: bool = False
+    #: catalog columns of schemas 1-4 dropped from ``object_state``
     columns: tuple[str, ...] = ()
     indexes: tuple[str, ...] = ()
     statistics: tuple[str, ...] = ()
@@ -281,73 +374,168 @@ def _exists(cur: psycopg.Cursor, relation: str) -> bool:
     return cur.execute(_EXISTS, (relation,)).fetchone()[0]
 
 
-def _present_columns(cur: psycopg.Cursor) -> list[str]:
-    return [row[0] for row in cur.execute(_PRESENT_COLUMNS, (list(COLUMNS),))]
+def _relkind(cur: psycopg.Cursor, relation: str) -> str | None:
+    row = cur.execute(_RELKIND, (relation,)).fetchone()
+    return row[0] if row else None
+
+
+def legacy_columns(cur: psycopg.Cursor) -> list[str]:
+    """The catalog columns of schemas 1-4 still on ``object_state``."""
+    return [row[0] for row in cur.execute(_LEGACY_COLUMNS, (list(COLUMNS),))]
 
 
 def _own_objects(cur: psycopg.Cursor, query: sql.SQL) -> list[tuple[str, str]]:
-    return [tuple(row) for row in cur.execute(query, (NAME_PREFIX,))]
+    return [tuple(row) for row in cur.execute(query, (TABLE, NAME_PREFIX))]
+
+
+def drop_names(kind: str, names: list[tuple[str, str]]) -> sql.Composed:
+    """``DROP INDEX`` / ``DROP STATISTICS`` of ``(schema, name)`` pairs."""
+    return sql.SQL("DROP {} IF EXISTS {}").format(
+        sql.SQL(kind), sql.SQL(", ").join(sql.Identifier(*name) for name in names)
+    )
+
+
+#: What schemas 1-4 and an unfinished upgrade to 5 leave beside the table:
+#: the view and its functions (``_LEGACY_VIEW``), the mirror of the build.
+LEGACY_ROUTINES = (
+    "pgcatalog_legacy_insert",
+    "pgcatalog_legacy_delete",
+    "pgcatalog_mirror",
+)
+LEGACY_TRIGGERS = ("pgcatalog_mirror_insert", "pgcatalog_mirror_update")
+
+
+def drop_legacy(cur: psycopg.Cursor) -> tuple[list, list, list]:
+    """Drop what schemas 1-4 kept on ``object_state``: the catalog's indexes
+    and statistics objects there, its columns, the view that stands for the
+    table meanwhile, and the triggers and functions of both.
+
+    Runs in the caller's transaction, which holds the locks it needs.
+    Returns the names of the indexes, statistics objects and columns
+    dropped.
+    """
+    indexes = [
+        name
+        for name in cur.execute(
+            sql.SQL(
+                "SELECT n.nspname, c.relname FROM pg_index AS i"
+                " JOIN pg_class AS c ON c.oid = i.indexrelid"
+                " JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+                " WHERE i.indrelid = 'object_state'::regclass"
+                " AND starts_with(c.relname, %s) ORDER BY c.relname"
+            ),
+            (NAME_PREFIX,),
+        ).fetchall()
+    ]
+    statistics = [
+        name
+        for name in cur.execute(
+            sql.SQL(
+                "SELECT n.nspname, s.stxname FROM pg_statistic_ext AS s"
+                " JOIN pg_namespace AS n ON n.oid = s.stxnamespace"
+                " WHERE s.stxrelid = 'object_state'::regclass"
+                " AND starts_with(s.stxname, %s) ORDER BY s.stxname"
+            ),
+            (NAME_PREFIX,),
+        ).fetchall()
+    ]
+    if _relkind(cur, TABLE) == "v":
+        cur.execute(sql.SQL("DROP VIEW {}").format(sql.Identifier(TABLE)))
+    for trigger in LEGACY_TRIGGERS:
+        cur.execute(
+            sql.SQL("DROP TRIGGER IF EXISTS {} ON object_state").format(
+                sql.Identifier(trigger)
+            )
+        )
+    for routine in LEGACY_ROUTINES:
+        cur.execute(
+            sql.SQL("DROP FUNCTION IF EXISTS {}()").format(sql.Identifier(routine))
+        )
+    if indexes:
+        cur.execute(drop_names("INDEX", indexes))
+    if statistics:
+        cur.execute(drop_names("STATISTICS", statistics))
+    columns = legacy_columns(cur)
+    if columns:
+        cur.execute(
+            sql.SQL("ALTER TABLE object_state {}, RESET (toast_tuple_target)").format(
+                sql.SQL(", ").join(
+                    sql.SQL("DROP COLUMN {}").format(sql.Identifier(column))
+                    for column in columns
+                )
+            )
+        )
+    return (
+        [name for _schema, name in indexes],
+        [name for _schema, name in statistics],
+        columns,
+    )
 
 
 def drop_schema(conn: psycopg.Connection, lock_timeout: str) -> SchemaDrop:
-    """Take the catalog's schema off ``object_state``, unless a catalog
-    still uses it.
+    """Take the catalog's schema away, unless a catalog still uses it.
 
-    All of it or nothing, in one transaction: the columns (and with them
-    their values in every row), each index and statistics object named
-    ``pgcatalog_...`` on ``object_state``, the table ``pgcatalog_state``,
-    ``toast_tuple_target``, and zodb-pgjsonb's record of the tool's DDL.
-    A catalog uses the schema while any row has ``idx``: the check comes
-    after the locks, so no commit adds such a row before the drop commits.
-    ``lock_timeout`` bounds each wait for a lock (then
-    ``psycopg.errors.LockNotAvailable``, and nothing has changed); while
-    the drop waits, new readers of ``object_state`` wait behind it.
+    All of it or nothing, in one transaction: the table ``pgcatalog_objects``
+    with its indexes, the table ``pgcatalog_state``, what schemas 1-4 or an
+    unfinished upgrade left (``drop_legacy``), and zodb-pgjsonb's record of
+    the tool's DDL.  A catalog uses the schema while the table has a row:
+    the check comes after the locks, so no commit adds one before the drop
+    commits.  ``lock_timeout`` bounds each wait for a lock (then
+    ``psycopg.errors.LockNotAvailable``, and nothing has changed); while the
+    drop waits, new readers of the catalog wait behind it.
 
     ``conn`` is in autocommit mode: the transaction is this function's.
     """
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
         cur.execute(_COMMIT_LOCK)
-        cur.execute(_TABLE_LOCK)
-        columns = _present_columns(cur)
-        if "idx" in columns:
+        kind = _relkind(cur, TABLE)
+        if kind is not None:
+            cur.execute(
+                sql.SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(
+                    sql.Identifier(TABLE)
+                )
+            )
             row = cur.execute(_A_CATALOG_ROW).fetchone()
             if row is not None:
                 return SchemaDrop(kept=f"a catalog still has rows ({row[0]} is one)")
-        indexes = _own_objects(cur, _OWN_INDEXES)
-        if indexes:
-            cur.execute(
-                sql.SQL("DROP INDEX {}").format(
-                    sql.SQL(", ").join(sql.Identifier(*name) for name in indexes)
-                )
-            )
-        statistics = _own_objects(cur, _OWN_STATISTICS)
-        if statistics:
-            cur.execute(
-                sql.SQL("DROP STATISTICS {}").format(
-                    sql.SQL(", ").join(sql.Identifier(*name) for name in statistics)
-                )
-            )
-        cur.execute(_DROP_COLUMNS)
+        # The table's indexes and statistics go with it.
+        table_indexes = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
+        if kind == "r":
+            cur.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(TABLE)))
+        cur.execute(
+            sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(BUILD_TABLE))
+        )
+        indexes, statistics, columns = drop_legacy(cur)
         state_table = _exists(cur, STATE_TABLE)
         cur.execute(_DROP_STATE_TABLE)
         if _exists(cur, SCHEMA_STATE_TABLE):
             cur.execute(_FORGET_VERSIONS, (DDL_SOURCE_PREFIX,))
     return SchemaDrop(
+        table=kind is not None,
         columns=tuple(columns),
-        indexes=tuple(name for _schema, name in indexes),
-        statistics=tuple(name for _schema, name in statistics),
+        indexes=tuple(sorted(table_indexes | set(indexes))),
+        statistics=tuple(statistics),
         state_table=state_table,
     )
 
 
+#: The table an upgrade from schema 4 builds before it becomes
+#: ``pgcatalog_objects`` (``store.upgrade5``).
+BUILD_TABLE = "pgcatalog_objects_build"
+
+
 def _index_object_names(index_name: str, meta_type: str) -> set[str]:
-    """Names of the SQL indexes and statistics objects ``index_ddl`` makes."""
-    return {
-        sql_index_name(index_name, prefix + kind)
-        for kind, *_rest in _index_expressions(index_name, meta_type)
-        for prefix in ("", "s")
-    }
+    """Names of the SQL indexes and statistics objects ``index_ddl`` makes
+    on the table."""
+    names = set()
+    for kind, _method, _expression, predicate in _index_expressions(
+        index_name, meta_type
+    ):
+        names.add(sql_index_name(index_name, kind))
+        if predicate is not None:
+            names.add(sql_index_name(index_name, "s" + kind))
+    return names
 
 
 def create_schema(
@@ -366,7 +554,7 @@ def create_schema(
     autocommit mode.
     """
     with conn.cursor() as cur:
-        base = len(_present_columns(cur)) == len(COLUMNS) and _exists(cur, STATE_TABLE)
+        base = _exists(cur, TABLE) and _exists(cur, STATE_TABLE)
         present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
         present |= {name for _schema, name in _own_objects(cur, _OWN_STATISTICS)}
     missing = [] if base else [("base", sql.SQL(BASE_DDL))]
@@ -378,45 +566,3 @@ def create_schema(
             cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
             cur.execute(statement)
     return [name for name, _statement in missing]
-
-
-# -- schema 3 → 4 ----------------------------------------------------------------
-
-_META_TYPE = sql.SQL(
-    "SELECT atttypid::regtype::text FROM pg_attribute"
-    " WHERE attrelid = 'object_state'::regclass AND attname = 'meta'"
-    " AND NOT attisdropped"
-)
-_META_TO_JSON = sql.SQL(
-    "ALTER TABLE object_state ALTER COLUMN meta TYPE json USING meta::json"
-)
-
-
-def meta_type(conn: psycopg.Connection) -> str | None:
-    """The type of the ``meta`` column (``json``; ``jsonb`` before schema 4)."""
-    with conn.cursor() as cur:
-        row = cur.execute(_META_TYPE).fetchone()
-    return row[0] if row else None
-
-
-def meta_to_json(conn: psycopg.Connection, lock_timeout: str) -> bool:
-    """Make ``meta`` a ``json`` column where it still is ``jsonb`` (schema
-    3 → 4); whether it changed anything.
-
-    PostgreSQL rewrites ``object_state`` to change a column's type, under
-    an exclusive lock held until the copy is done: the upgrade step runs
-    this, a restart does not (``BASE_DDL`` only creates the column).
-    Until it has run, the catalog writes and reads ``meta`` of either
-    type (``json`` values are cast on assignment).  One transaction:
-    ``lock_timeout`` bounds the wait for the lock, and then nothing has
-    changed.  ``conn`` is in autocommit mode.
-    """
-    if meta_type(conn) != "jsonb":
-        return False  # looked without a lock: nothing to wait for
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-        cur.execute(_TABLE_LOCK)
-        if meta_type(conn) != "jsonb":
-            return False  # another process changed it meanwhile
-        cur.execute(_META_TO_JSON)
-    return True

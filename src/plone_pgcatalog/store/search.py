@@ -12,19 +12,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from plone_pgcatalog.query import SearchSQL
 from plone_pgcatalog.store.connection import json_cursor
+from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import READ_COUNTER
 from psycopg import sql
 
 import psycopg
 
 _PATH_OF = sql.SQL(
-    "SELECT path FROM object_state WHERE zoid = %s AND idx IS NOT NULL"
-    " AND (path = %s OR path LIKE %s)"
-)
+    "SELECT path FROM {} WHERE zoid = %s AND (path = %s OR path LIKE %s)"
+).format(TABLE)
 
 _LOAD_METADATA = sql.SQL(
-    "SELECT zoid, meta FROM object_state WHERE zoid = ANY(%s::bigint[])"
-)
+    "SELECT zoid, meta FROM {} WHERE zoid = ANY(%s::bigint[])"
+).format(TABLE)
 
 
 @dataclass(frozen=True)
@@ -121,9 +121,7 @@ def path_of(conn: psycopg.Connection, zoid: int, site_path: str) -> str | None:
     return row[0] if row else None
 
 
-_ROW_DATA = sql.SQL(
-    "SELECT idx, meta FROM object_state WHERE zoid = %s AND idx IS NOT NULL"
-)
+_ROW_DATA = sql.SQL("SELECT idx, meta FROM {} WHERE zoid = %s").format(TABLE)
 
 
 def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | None]:
@@ -134,8 +132,8 @@ def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | N
     return (row[0], row[1]) if row else (None, None)
 
 
-_IS_CATALOGED = sql.SQL(
-    "SELECT EXISTS (SELECT 1 FROM object_state WHERE zoid = %s AND idx IS NOT NULL)"
+_IS_CATALOGED = sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE zoid = %s)").format(
+    TABLE
 )
 
 
@@ -155,12 +153,13 @@ def read_counter(conn: psycopg.Connection) -> int:
 
 
 _STORED_PATHS = sql.SQL(
-    "SELECT zoid, path FROM object_state WHERE zoid = ANY(%s::bigint[])"
-)
+    "SELECT r.zoid, c.path FROM unnest(%s::bigint[]) AS r(zoid)"
+    " LEFT JOIN {} AS c ON c.zoid = r.zoid"
+).format(TABLE)
 
 
 def stored_paths(conn: psycopg.Connection, zoids: list[int]) -> dict[int, str | None]:
-    """``{zoid: cataloged path, None if not cataloged}`` of stored objects."""
+    """``{zoid: cataloged path, None if not cataloged}`` of ``zoids``."""
     with json_cursor(conn) as cursor:
         cursor.execute(_STORED_PATHS, (zoids,))
         return dict(cursor.fetchall())

@@ -1,0 +1,217 @@
+"""Schema 4 -> 5, online: the catalog's rows move from ``object_state`` to
+the catalog's own table.
+
+Owns ``upgrade``, which the GenericSetup step ``upgrades.to_5`` runs after
+its commit, on a connection of its own (``store.ddl.SchemaChange``):
+
+1. **Prepare** (short transactions): create the table beside,
+   ``schema.BUILD_TABLE``, with every SQL index the catalog's indexes need
+   (under names of their own: those of schema 4 are taken), and triggers on
+   ``object_state`` that mirror into it every change of the catalog
+   columns of schema 4 (this version's writes through the view, and those
+   of processes still running an older version).
+2. **Copy** the rows in batches of ``batch`` in ``zoid`` order, each batch
+   in its own transaction under zodb-pgjsonb's commit lock, so that no
+   commit changes a row between the batch's read and its write; a row the
+   mirror has written already is newer and stays (``ON CONFLICT DO
+   NOTHING``).  Writers wait at most one batch; readers never.  Progress
+   goes to the log and to ``progress``.  Then ``ANALYZE``.
+3. **Switch**, in one short transaction under the commit lock and an
+   exclusive lock on ``object_state`` (``lock_timeout`` bounds the wait for
+   it; a try again runs all three steps again, and the copy keeps the rows
+   already there): drop the view, the triggers and what schema 4 kept on
+   ``object_state`` (indexes, statistics, columns: dropping a column
+   rewrites nothing), rename the table and its indexes, record version 5.
+
+Names ``object_state``'s catalog columns: this is what it migrates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterable
+from plone_pgcatalog.store import schema
+from psycopg import sql
+
+import hashlib
+import logging
+import psycopg
+
+logger = logging.getLogger(__name__)
+
+#: Rows copied per transaction: writers wait for one batch at most.
+BATCH = 2000
+
+_BUILD = schema.BUILD_TABLE
+_BASE_PREFIX = "pgcatalog_b_"
+
+
+def _build_name(final: str) -> str:
+    """The name a catalog index's SQL object has on the build table."""
+    return "pgcatalog_b" + hashlib.sha1(final.encode()).hexdigest()[:24]
+
+
+_MIRROR = f"""\
+CREATE OR REPLACE FUNCTION pgcatalog_mirror() RETURNS trigger
+LANGUAGE plpgsql AS $fn$ BEGIN
+    IF NEW.idx IS NULL THEN
+        DELETE FROM {_BUILD} WHERE zoid = NEW.zoid;
+    ELSE
+        INSERT INTO {_BUILD} (zoid, path, parent_path, path_depth, idx, meta,
+            searchable_text)
+        VALUES (NEW.zoid, NEW.path, NEW.parent_path, NEW.path_depth, NEW.idx,
+            NEW.meta::json, NEW.searchable_text)
+        ON CONFLICT (zoid) DO UPDATE SET path = EXCLUDED.path,
+            parent_path = EXCLUDED.parent_path,
+            path_depth = EXCLUDED.path_depth, idx = EXCLUDED.idx,
+            meta = EXCLUDED.meta, searchable_text = EXCLUDED.searchable_text;
+    END IF;
+    RETURN NULL;
+END $fn$;
+CREATE OR REPLACE TRIGGER pgcatalog_mirror_insert
+    AFTER INSERT ON object_state FOR EACH ROW WHEN (NEW.idx IS NOT NULL)
+    EXECUTE FUNCTION pgcatalog_mirror();
+CREATE OR REPLACE TRIGGER pgcatalog_mirror_update
+    AFTER UPDATE OF path, parent_path, path_depth, idx, meta, searchable_text
+    ON object_state FOR EACH ROW
+    WHEN (NEW.idx IS NOT NULL OR OLD.idx IS NOT NULL)
+    EXECUTE FUNCTION pgcatalog_mirror();
+"""
+
+_COPY = sql.SQL(
+    "WITH batch AS (SELECT zoid, path, parent_path, path_depth, idx,"
+    " meta::json AS meta, searchable_text FROM object_state"
+    " WHERE idx IS NOT NULL AND zoid > %s ORDER BY zoid LIMIT %s),"
+    " copied AS (INSERT INTO {} SELECT * FROM batch ON CONFLICT (zoid) DO NOTHING)"
+    " SELECT count(*), max(zoid) FROM batch"
+).format(sql.Identifier(_BUILD))
+
+_TO_COPY = sql.SQL(
+    "SELECT reltuples::bigint FROM pg_class WHERE oid = 'object_state'::regclass"
+)
+_SET_LOCK_TIMEOUT = sql.SQL("SELECT set_config('lock_timeout', %s, true)")
+_COMMIT_LOCK = sql.SQL("SELECT pg_advisory_xact_lock(0)")
+_VERSION = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = 'schema_version'")
+
+
+def pending(conn: psycopg.Connection) -> bool:
+    """Whether the database still has the layout of schema 4 (the view)."""
+    with conn.cursor() as cur:
+        row = cur.execute(
+            "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (schema.TABLE,)
+        ).fetchone()
+    return row is not None and row[0] == "v"
+
+
+def _renames(indexes: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """``{name on the build table: final name}`` of every SQL index."""
+    renames = {
+        _BASE_PREFIX + name: schema.NAME_PREFIX + name for name in schema.TABLE_INDEXES
+    }
+    for index_name, meta_type in indexes:
+        for final in schema._index_object_names(index_name, meta_type):
+            renames[_build_name(final)] = final
+    return renames
+
+
+def prepare(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
+    """Step 1: the build table, its indexes and the mirror (idempotent)."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+        cur.execute(schema.TABLE_DDL.format(table=_BUILD, prefix=_BASE_PREFIX))
+        for index_name, meta_type in indexes:
+            statements = schema.expression_ddl(
+                index_name, meta_type, legacy=False, table=_BUILD, name=_build_name
+            )
+            if statements:
+                cur.execute(statements)
+        cur.execute(_MIRROR)
+
+
+def copy(
+    conn: psycopg.Connection,
+    lock_timeout: str,
+    batch: int = BATCH,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
+    """Step 2: copy every cataloged row of ``object_state``; how many.
+
+    ``progress(copied, estimate)``: ``estimate`` is PostgreSQL's estimate
+    of the rows of ``object_state``, cataloged or not (an upper bound
+    that costs no count)."""
+    with conn.cursor() as cur:
+        estimate = cur.execute(_TO_COPY).fetchone()[0]
+    copied, last = 0, -1
+    while True:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+            cur.execute(_COMMIT_LOCK)
+            count, highest = cur.execute(_COPY, (last, batch)).fetchone()
+        if not count:
+            break
+        copied += count
+        last = highest
+        logger.info("plone_pgcatalog 5: %d rows copied (zoid %d)", copied, last)
+        if progress is not None:
+            progress(copied, max(estimate, copied))
+    with conn.cursor() as cur:
+        cur.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(_BUILD)))
+    return copied
+
+
+def switch(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
+    """Step 3: the build table becomes the catalog's table."""
+    renames = _renames(indexes)
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+        cur.execute(_COMMIT_LOCK)
+        cur.execute("LOCK TABLE object_state IN ACCESS EXCLUSIVE MODE")
+        schema.drop_legacy(cur)
+        cur.execute(
+            sql.SQL("ALTER TABLE {} RENAME TO {}").format(
+                sql.Identifier(_BUILD), sql.Identifier(schema.TABLE)
+            )
+        )
+        present = dict(
+            cur.execute(
+                "SELECT c.relname, 'INDEX' FROM pg_index AS i JOIN pg_class AS c"
+                " ON c.oid = i.indexrelid WHERE i.indrelid = to_regclass(%s)"
+                " UNION SELECT stxname, 'STATISTICS' FROM pg_statistic_ext"
+                " WHERE stxrelid = to_regclass(%s)",
+                (schema.TABLE, schema.TABLE),
+            ).fetchall()
+        )
+        for built, final in sorted(renames.items()):
+            kind = present.get(built)
+            if kind is None:
+                continue
+            cur.execute(
+                sql.SQL("ALTER {} {} RENAME TO {}").format(
+                    sql.SQL(kind), sql.Identifier(built), sql.Identifier(final)
+                )
+            )
+        cur.execute(
+            "UPDATE pgcatalog_state SET value = %s WHERE key = 'schema_version'",
+            (schema.SCHEMA_VERSION,),
+        )
+
+
+def upgrade(
+    conn: psycopg.Connection,
+    indexes: list[tuple[str, str]],
+    lock_timeout: str,
+    batch: int = BATCH,
+    progress: Callable[[int, int], None] | None = None,
+) -> bool:
+    """Bring a schema-4 database to schema 5 (the three steps above);
+    whether it had anything to do.  ``indexes`` are the catalog indexes'
+    names and meta_types, whose SQL indexes the table gets.  ``conn`` is in
+    autocommit mode.  Each step can be run again: a try after a lock
+    timeout continues where the last one stopped."""
+    if not pending(conn):
+        return False
+    prepare(conn, indexes, lock_timeout)
+    copied = copy(conn, lock_timeout, batch, progress)
+    switch(conn, indexes, lock_timeout)
+    logger.info("plone_pgcatalog 5: %d rows in the catalog's own table", copied)
+    return True
