@@ -121,6 +121,17 @@ class SearchSQL:
                 sql.SQL(", ").join(order),
             )
             params = [*self.source_params, *self.params]
+        elif self.score is None and counted:
+            # Counted in zoid order: the matches are found in a subquery
+            # that is not merged into this one (OFFSET 0), through the
+            # indexes of its conditions.  Merged, the planner walked the
+            # whole primary key to get zoid order without a sort, on the
+            # catalog's dense table: every row read for the count.
+            statement = sql.SQL(
+                "SELECT zoid, path{} FROM (SELECT zoid, path FROM {} WHERE {}"
+                " OFFSET 0) AS matched ORDER BY {}"
+            ).format(total, self.source, self.where, self.order_by)
+            params = [*self.source_params, *self.params]
         elif self.score is None:
             statement = sql.SQL(
                 "SELECT zoid, path{} FROM {} WHERE {} ORDER BY {}"

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from Acquisition import aq_inner
 from Acquisition import aq_parent
+from functools import partial
 from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.store import ddl
 from plone_pgcatalog.store import upgrade5
-from functools import partial
 from Products.CMFCore.utils import getToolByName
 
 import logging

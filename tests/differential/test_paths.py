@@ -8,7 +8,7 @@ Two parts:
   paths (in order where it sorts, as sets otherwise; for
   ``getObjPositionInParent`` the order of the siblings of each folder).
 - The index alone: ``Products.ExtendedPathIndex`` holding a tree of paths
-  against ``PathTranslator``'s SQL over a temporary ``object_state`` table
+  against ``PathTranslator``'s SQL over a temporary ``pgcatalog_objects`` table
   with the same paths, for a seeded sample of every option combination
   (levels, depths, navtrees, relative and odd paths, several keys).
 """
@@ -566,14 +566,15 @@ def tree_table():
     import psycopg
 
     with psycopg.connect(server_dsn(), autocommit=True) as conn:
-        # A temporary table shadows any object_state of that database.
+        # A temporary table shadows any catalog table of that database.
         conn.execute(
-            'CREATE TEMP TABLE object_state (zoid serial, path text COLLATE "C",'
-            ' parent_path text COLLATE "C", path_depth integer, idx jsonb)'
+            "CREATE TEMP TABLE pgcatalog_objects (zoid serial,"
+            ' path text COLLATE "C", parent_path text COLLATE "C",'
+            " path_depth integer, idx jsonb)"
         )
         for path in TREE:
             conn.execute(
-                "INSERT INTO object_state (path, parent_path, path_depth, idx)"
+                "INSERT INTO pgcatalog_objects (path, parent_path, path_depth, idx)"
                 " VALUES (%s, %s, %s, '{}')",
                 (path, path.rsplit("/", 1)[0] or "/", path_depth(path)),
             )
@@ -599,9 +600,9 @@ def _sql_result(conn, index, query):
         index, record, QueryContext(site_path="/plone")
     )
     site, site_params = path_clause("/plone", -1)
-    statement = sql.SQL(
-        "SELECT path FROM object_state WHERE idx IS NOT NULL AND {} AND ({})"
-    ).format(site, clause)
+    statement = sql.SQL("SELECT path FROM pgcatalog_objects WHERE {} AND ({})").format(
+        site, clause
+    )
     return sorted(row[0] for row in conn.execute(statement, [*site_params, *params]))
 
 
@@ -650,7 +651,7 @@ PLANNED = [
 
 @pytest.fixture(scope="module")
 def large_table():
-    """20,000 catalog rows (and as many others) with the catalog's path indexes."""
+    """20,000 catalog rows with the catalog's path indexes."""
     from plone_pgcatalog.store.schema import BASE_DDL
     from plone_pgcatalog.testing import server_dsn
 
@@ -659,15 +660,12 @@ def large_table():
 
     with psycopg.connect(server_dsn(), autocommit=True) as conn:
         conn.execute(
-            "CREATE TEMP TABLE object_state (zoid bigint PRIMARY KEY,"
+            "CREATE TEMP TABLE pgcatalog_objects (zoid bigint PRIMARY KEY,"
             ' path text COLLATE "C", parent_path text COLLATE "C",'
             " path_depth integer, idx jsonb)"
         )
         conn.execute(
-            "INSERT INTO object_state (zoid) SELECT -g FROM generate_series(1, 20000) g"
-        )
-        conn.execute(
-            "INSERT INTO object_state SELECT row_number() OVER (), p,"
+            "INSERT INTO pgcatalog_objects SELECT row_number() OVER (), p,"
             " regexp_replace(p, '/[^/]+$', ''), d, '{}' FROM ("
             " SELECT '/plone/f' || a AS p, 2 AS d FROM generate_series(1, 20) a"
             " UNION ALL SELECT '/plone/f' || a || '/s' || b, 3"
@@ -684,7 +682,7 @@ def large_table():
         )
         for statement in path_indexes:
             conn.execute(statement)
-        conn.execute("ANALYZE object_state")
+        conn.execute("ANALYZE pgcatalog_objects")
         yield conn
 
 
@@ -718,8 +716,8 @@ def test_path_queries_use_the_path_indexes(tree_index, large_table, query, index
     )
     site, site_params = path_clause("/plone", -1)
     statement = sql.SQL(
-        "EXPLAIN (FORMAT JSON) SELECT zoid, path FROM object_state"
-        " WHERE idx IS NOT NULL AND {} AND ({})"
+        "EXPLAIN (FORMAT JSON) SELECT zoid, path FROM pgcatalog_objects"
+        " WHERE {} AND ({})"
     ).format(site, clause)
     ((plan,),) = large_table.execute(statement, [*site_params, *params]).fetchall()
     assert index_name in _plan_indexes(plan[0]["Plan"])

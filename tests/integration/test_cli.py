@@ -70,8 +70,7 @@ class Instance:
     def rows(self) -> dict[str, tuple]:
         """path -> (zoid, idx, meta) of every cataloged row of the site."""
         found = self.sql(
-            "SELECT path, zoid, idx, meta FROM pgcatalog_objects"
-            " WHERE path LIKE %s",
+            "SELECT path, zoid, idx, meta FROM pgcatalog_objects" " WHERE path LIKE %s",
             ("/Plone%",),
         )
         return {path: tuple(rest) for path, *rest in found}

@@ -9,6 +9,7 @@ from plone_pgcatalog.store import schema
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
 from psycopg import sql
 
+import psycopg
 import transaction
 
 
@@ -33,7 +34,7 @@ def test_1_to_2_rewrites_searchable_text_of_version_1_rows(pg_layer):
     # What version 1 wrote: unweighted words.
     with _database(portal) as conn:
         conn.execute(
-            "UPDATE object_state"
+            "UPDATE pgcatalog_objects"
             " SET searchable_text = to_tsvector('simple', 'lighthouses')"
             " WHERE path = '/plone/d'"
         )
@@ -57,7 +58,7 @@ def test_1_to_2_rewrites_searchable_text_of_version_1_rows(pg_layer):
 def _idx_storage(conn) -> tuple[str, str]:
     return conn.execute(
         "SELECT attstorage, attcompression FROM pg_attribute"
-        " WHERE attrelid = 'object_state'::regclass AND attname = 'idx'"
+        " WHERE attrelid = 'pgcatalog_objects'::regclass AND attname = 'idx'"
     ).fetchone()
 
 
@@ -82,8 +83,8 @@ def test_2_to_3_rewrites_idx_in_the_new_form(pg_layer):
     # waits for a write transaction, outside the test's read snapshot.
     catalog._defer_ddl(
         sql.SQL(
-            "ALTER TABLE object_state ALTER COLUMN idx SET STORAGE EXTENDED;"
-            " ALTER TABLE object_state ALTER COLUMN idx SET COMPRESSION pglz"
+            "ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET STORAGE EXTENDED;"
+            " ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET COMPRESSION pglz"
         ),
         "test: the form of version 2",
     )
@@ -93,7 +94,14 @@ def test_2_to_3_rewrites_idx_in_the_new_form(pg_layer):
     transaction.commit()
     with _database(portal) as conn:
         assert _compression_of(conn, "/plone/d3") == "pglz"
-    catalog._defer_ddl(sql.SQL(schema.BASE_DDL), "test: version 3 again")
+    catalog._defer_ddl(
+        sql.SQL(
+            "ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET STORAGE MAIN;"
+            " ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET COMPRESSION DEFAULT"
+        )
+        + sql.SQL(schema.BASE_DDL),
+        "test: version 3 again",
+    )
     api.content.create(container=portal, type="Document", id="d4")
     transaction.commit()
     with _database(portal) as conn:
@@ -115,7 +123,7 @@ def test_2_to_3_rewrites_idx_in_the_new_form(pg_layer):
 
 def _compression_of(conn, path: str) -> str:
     return conn.execute(
-        "SELECT pg_column_compression(idx) FROM object_state WHERE path = %s",
+        "SELECT pg_column_compression(idx) FROM pgcatalog_objects WHERE path = %s",
         (path,),
     ).fetchone()[0]
 
@@ -125,7 +133,7 @@ def _blocks_read(conn, expression: str, zoid: int) -> int:
     [[explained]] = conn.execute(
         sql.SQL(
             "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON)"
-            " SELECT {} FROM object_state WHERE zoid = %s"
+            " SELECT {} FROM pgcatalog_objects WHERE zoid = %s"
         ).format(sql.SQL(expression)),
         (zoid,),
     ).fetchall()
@@ -134,8 +142,8 @@ def _blocks_read(conn, expression: str, zoid: int) -> int:
 
 
 def test_a_cataloged_row_is_read_without_toast(pg_layer):
-    """``idx``, the path and zodb-pgjsonb's own small columns stay in the
-    row: reading them costs no block more than finding the row."""
+    """``idx`` and the paths stay in the row: reading them costs no block
+    more than finding the row."""
     portal = pg_layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
     page = api.content.create(
@@ -151,25 +159,18 @@ def test_a_cataloged_row_is_read_without_toast(pg_layer):
     with _database(portal) as conn:
         assert (
             conn.execute(
-                "SELECT octet_length(idx::text) FROM object_state WHERE zoid = %s",
+                "SELECT octet_length(idx::text) FROM pgcatalog_objects"
+                " WHERE zoid = %s",
                 (zoid,),
             ).fetchone()[0]
             > 3000
         )
-        columns = (
-            "length(path), length(parent_path), length(class_mod),"
-            " cardinality(refs), idx -> 'portal_type'"
-        )
+        columns = "length(path), length(parent_path), idx -> 'portal_type'"
         _blocks_read(conn, columns, zoid)  # first reads may set hint bits
         found = _blocks_read(conn, "zoid", zoid)
         read = _blocks_read(conn, columns, zoid)
     # Out of the row (TOAST), these values cost about 30 blocks.
     assert read <= found
-
-
-def _meta_type(portal) -> str:
-    with _database(portal) as conn:
-        return schema.meta_type(conn)
 
 
 def _titles(portal, *ids) -> dict:
@@ -178,64 +179,185 @@ def _titles(portal, *ids) -> dict:
 
 
 def test_meta_is_a_json_column(pg_layer):
-    assert _meta_type(pg_layer["portal"]) == "json"
+    with _database(pg_layer["portal"]) as conn:
+        assert conn.execute(
+            "SELECT atttypid::regtype::text FROM pg_attribute"
+            " WHERE attrelid = 'pgcatalog_objects'::regclass AND attname = 'meta'"
+        ).fetchone() == ("json",)
 
 
-def test_3_to_4_makes_meta_json_and_version_3_rows_stay_readable(pg_layer):
+# -- 4 -> 5 --------------------------------------------------------------------------
+
+#: Schema 4 as its ``BASE_DDL`` left it, made from a schema-5 database with
+#: its rows: the catalog columns and partial indexes on ``object_state``
+#: (``meta`` as ``jsonb``, as schema 3 had it: the upgrade to 5 converts).
+_TO_SCHEMA_4 = """\
+SELECT pg_advisory_xact_lock(0);
+ALTER TABLE object_state
+    ADD COLUMN path text COLLATE "C", ADD COLUMN parent_path text COLLATE "C",
+    ADD COLUMN path_depth integer, ADD COLUMN idx jsonb, ADD COLUMN meta jsonb,
+    ADD COLUMN searchable_text tsvector;
+UPDATE object_state AS o SET path = c.path, parent_path = c.parent_path,
+    path_depth = c.path_depth, idx = c.idx, meta = c.meta::jsonb,
+    searchable_text = c.searchable_text
+    FROM pgcatalog_objects AS c WHERE o.zoid = c.zoid;
+DROP TABLE pgcatalog_objects;
+CREATE INDEX pgcatalog_path ON object_state (path) WHERE idx IS NOT NULL;
+CREATE INDEX pgcatalog_parent_path ON object_state (parent_path)
+    WHERE idx IS NOT NULL;
+CREATE INDEX pgcatalog_idx ON object_state USING gin (idx jsonb_path_ops)
+    WHERE idx IS NOT NULL;
+CREATE INDEX pgcatalog_searchable_text ON object_state USING gin (searchable_text)
+    WHERE idx IS NOT NULL;
+CREATE INDEX pgcatalog_path_depth ON object_state (path_depth, path)
+    WHERE idx IS NOT NULL;
+CREATE INDEX pgcatalog_path_elements
+    ON object_state USING gin (string_to_array(path, '/')) WHERE idx IS NOT NULL;
+UPDATE pgcatalog_state SET value = 4 WHERE key = 'schema_version';
+"""
+
+
+def _relkind(portal) -> str:
+    with _database(portal) as conn:
+        return conn.execute(
+            "SELECT relkind FROM pg_class WHERE oid = to_regclass('pgcatalog_objects')"
+        ).fetchone()[0]
+
+
+def _legacy_rows(dsn) -> dict:
+    with psycopg.connect(dsn) as conn:
+        return dict(
+            conn.execute(
+                "SELECT path, meta ->> 'Title' FROM object_state"
+                " WHERE idx IS NOT NULL AND path LIKE '/plone/u%'"
+            ).fetchall()
+        )
+
+
+def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch):
+    """From schema-4 rows on ``object_state``: the catalog works through the
+    view until the upgrade; writes made during the copy (by another
+    process, on the columns of schema 4) reach the new table; then
+    ``object_state`` carries nothing of the catalog."""
+    from plone_pgcatalog.store import upgrade5
+
     portal = pg_layer["portal"]
     catalog = portal.portal_catalog
+    dsn = pg_layer["pgcatalog_dsn"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
-    # What version 3 had: meta as jsonb.  DDL waits for a write transaction.
+    for number in range(6):
+        api.content.create(
+            container=portal, type="Document", id=f"u{number}", title=f"Upper {number}"
+        )
+    transaction.commit()
+    indexes = [(n, i.meta_type) for n, i in catalog.getIndexDefinitions().items()]
+    legacy_indexes = [
+        schema.expression_ddl(name, meta_type, legacy=True)
+        for name, meta_type in indexes
+    ]
     catalog._defer_ddl(
-        sql.SQL("ALTER TABLE object_state ALTER COLUMN meta TYPE jsonb"),
-        "test: meta of version 3",
+        sql.SQL(_TO_SCHEMA_4)
+        + sql.SQL("; ".join(ddl for ddl in legacy_indexes if ddl))
+        + sql.SQL(";\n" + schema.BASE_DDL),
+        "test: schema 4",
     )
     try:
-        first = api.content.create(
-            container=portal, type="Document", id="m1", title="Quay"
-        )
+        api.content.create(container=portal, type="Document", id="u6", title="Upper 6")
         transaction.commit()
-        assert _meta_type(portal) == "jsonb"
+        assert _relkind(portal) == "v"
 
-        # Until the step runs, every kind of write works on the jsonb
-        # column: an INSERT with the object's state (new object), a
-        # catalog-only row (reindex of an unchanged object) and patches
-        # with and without metadata.
-        second = api.content.create(
-            container=portal, type="Document", id="m2", title="Jetty"
-        )
+        # Schema 4: this version reads and writes through the view.
+        portal["u1"].title = "Upper one"
+        portal["u1"].reindexObject()
+        catalog.reindexObject(portal["u2"], idxs=["Title"], update_metadata=0)
+        api.content.delete(obj=portal["u3"])
+        api.content.create(container=portal, type="Document", id="u7", title="Upper 7")
         transaction.commit()
-        catalog.reindexObject(first)
-        first.title = "Quay west"
-        catalog.reindexObject(first, idxs=["Title"], update_metadata=1)
-        second.title = "Jetty east"
-        catalog.reindexObject(second, idxs=["Title"], update_metadata=0)
-        transaction.commit()
-        expected = {"m1": ("Quay west", "private"), "m2": ("Jetty", "private")}
-        assert _titles(portal, "m1", "m2") == expected
+        expected = {f"u{n}": f"Upper {n}" for n in (0, 2, 4, 5, 6, 7)}
+        expected["u1"] = "Upper one"
+        found = {b.getId: b.Title for b in api.content.find(Title="upper")}
+        assert found == expected
+        assert set(_legacy_rows(dsn)) == {f"/plone/{i}" for i in expected}
+
+        # During the copy, one row at a time, another process changes a
+        # copied row, uncatalogs one not copied yet and one copied.
+        with psycopg.connect(dsn) as conn:
+            zoids = dict(
+                conn.execute(
+                    "SELECT path, zoid FROM object_state WHERE path LIKE '/plone/u%'"
+                ).fetchall()
+            )
+        copy, progress = upgrade5.copy, []
+
+        def copying(conn, lock_timeout, batch=upgrade5.BATCH, report=None):
+            def write_meanwhile(copied, estimate):
+                progress.append(copied)
+                if copied == 1:
+                    with psycopg.connect(dsn, autocommit=True) as other:
+                        other.execute(
+                            "UPDATE object_state SET meta = meta || %s::jsonb"
+                            " WHERE zoid = %s",
+                            ('{"Title": "Changed meanwhile"}', zoids["/plone/u0"]),
+                        )
+                        other.execute(
+                            "UPDATE object_state SET idx = NULL, path = NULL"
+                            " WHERE zoid = ANY(%s)",
+                            ([zoids["/plone/u7"], zoids["/plone/u4"]],),
+                        )
+
+            return copy(conn, lock_timeout, 1, write_meanwhile)
+
+        monkeypatch.setattr(upgrade5, "copy", copying)
+        # Copied in zoid order: u0 is in the first batch, u7 in a later one.
+        assert min(zoids.values()) == zoids["/plone/u0"]
+        assert zoids["/plone/u0"] < zoids["/plone/u4"] < zoids["/plone/u7"]
 
         setup = portal.portal_setup
-        setup.setLastVersionForProfile(PGCATALOG_PROFILE, "3")
+        setup.setLastVersionForProfile(PGCATALOG_PROFILE, "4")
         setup.upgradeProfile(PGCATALOG_PROFILE)
-        assert _meta_type(portal) == "jsonb"  # not before the commit
         transaction.commit()
-        portal._p_jar.sync()  # the next transaction begins: the change runs
+        portal._p_jar.sync()  # the next transaction begins: the upgrade runs
 
         assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
             str(schema.SCHEMA_VERSION),
         )
-        assert _meta_type(portal) == "json"
-        assert _titles(portal, "m1", "m2") == expected
-    finally:
-        if _meta_type(portal) != "json":
-            catalog._defer_ddl(
-                sql.SQL(schema.BASE_DDL)
-                + sql.SQL("; ALTER TABLE object_state ALTER COLUMN meta TYPE json"),
-                "test: meta back to json",
-            )
-            api.content.create(container=portal, type="Document", id="m3")
-            transaction.commit()
-        api.content.delete(
-            objects=[portal[i] for i in ("m1", "m2", "m3") if i in portal]
-        )
+        assert progress[0] == 1 and len(progress) >= len(expected) - 1
+        assert _relkind(portal) == "r"
+        with _database(portal) as conn:
+            assert schema.legacy_columns(conn.cursor()) == []
+            assert conn.execute(
+                "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+            ).fetchone() == (5,)
+            names = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT indexname FROM pg_indexes"
+                    " WHERE tablename = 'pgcatalog_objects'"
+                )
+            }
+        assert {"pgcatalog_path", "pgcatalog_idx"} <= names
+        assert schema.sql_index_name("Title") in names
+        del expected["u4"], expected["u7"]
+        expected["u0"] = "Changed meanwhile"
+        found = {b.getId: b.Title for b in api.content.find(Title="upper")}
+        assert found == expected
+        # And writes go on, into the table.
+        portal["u5"].title = "Upper five"
+        portal["u5"].reindexObject()
         transaction.commit()
+        assert api.content.find(Title="five")[0].getId == "u5"
+    finally:
+        # The next tests need schema 5: a failure above may have left 4.
+        transaction.abort()
+        monkeypatch.undo()
+        if _relkind(portal) == "v":
+            from plone_pgcatalog import setuphandlers
+
+            setuphandlers.change_schema_after_commit(
+                portal,
+                "test: back to schema 5",
+                lambda conn: upgrade5.upgrade(conn, indexes, "30s"),
+                "",
+            )
+            transaction.commit()
+            portal._p_jar.sync()

@@ -94,8 +94,7 @@ def test_aborted_transaction_leaves_no_trace(pg_layer):
     create_pages(portal, count=2, published=0)
     with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
         before = conn.execute(
-            "SELECT zoid, path, idx, meta FROM pgcatalog_objects"
-            " ORDER BY zoid"
+            "SELECT zoid, path, idx, meta FROM pgcatalog_objects" " ORDER BY zoid"
         ).fetchall()
     api.content.create(container=portal, type="Document", id="never", title="Never")
     api.content.delete(obj=portal["page-00"])
@@ -104,8 +103,7 @@ def test_aborted_transaction_leaves_no_trace(pg_layer):
     transaction.abort()
     with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
         after = conn.execute(
-            "SELECT zoid, path, idx, meta FROM pgcatalog_objects"
-            " ORDER BY zoid"
+            "SELECT zoid, path, idx, meta FROM pgcatalog_objects" " ORDER BY zoid"
         ).fetchall()
     assert after == before
     assert len(api.content.find(portal_type="Document")) == 2

@@ -227,7 +227,8 @@ def test_patch_arrays_of_no_patches_are_empty():
 
 
 @pytest.mark.parametrize(
-    "update, insert", [("_UPDATE_ROWS", "_INSERT_ROWS"), ("_PATCH_ROWS", "_INSERT_PATCHED")]
+    "update, insert",
+    [("_UPDATE_ROWS", "_INSERT_ROWS"), ("_PATCH_ROWS", "_INSERT_PATCHED")],
 )
 def test_the_insert_of_missing_rows_reads_the_same_arrays(update, insert):
     """``finalize`` runs both statements with one set of arrays."""

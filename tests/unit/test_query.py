@@ -194,7 +194,8 @@ def test_not_only_removes_excluded_objects_or_keeps_those_with_a_value():
         text, _ = _sql(build_query(query, _indexes(), "/plone"))
         assert (
             "NOT COALESCE((idx -> 'portal_type') = ANY(%s), FALSE) AND "
-            "((idx -> 'portal_type') IS NOT NULL OR EXISTS (SELECT 1 FROM pgcatalog_objects"
+            "((idx -> 'portal_type') IS NOT NULL OR EXISTS"
+            " (SELECT 1 FROM pgcatalog_objects"
         ) in text
 
 

@@ -121,7 +121,7 @@ def test_before_schema_5_the_indexes_are_partial_on_object_state():
         f'CREATE INDEX IF NOT EXISTS "{name("Subject")}" ON "object_state" USING gin'
         " (((idx -> 'Subject'))) WHERE idx IS NOT NULL",
         f'CREATE STATISTICS IF NOT EXISTS "{name("Subject", "si")}"'
-        ' ON ((idx -> \'Subject\')) FROM "object_state"',
+        " ON ((idx -> 'Subject')) FROM \"object_state\"",
     ]
     text = index_ddl("Subject", "KeywordIndex").as_string(None)
     assert "to_regclass('pgcatalog_objects')) = 'v'" in text

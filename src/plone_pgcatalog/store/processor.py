@@ -52,7 +52,9 @@ _OBJECTS = OBJECTS.as_string(None)
 # earlier one): a row is never written for an object that is not there
 # (one added and removed again before the commit), which the foreign key
 # would refuse.
-_OBJECT_STORED = " AND EXISTS (SELECT 1 FROM " + _OBJECTS + " AS o WHERE o.zoid = {}.zoid)"
+_OBJECT_STORED = (
+    " AND EXISTS (SELECT 1 FROM " + _OBJECTS + " AS o WHERE o.zoid = {}.zoid)"
+)
 
 # Rows cataloged in full (new objects, reindexes, a rebuild), all in two
 # statements with the same parameters, one array per column and one
@@ -73,8 +75,12 @@ _UPDATE_ROWS = sql.SQL(
 _INSERT_ROWS = sql.SQL(
     "INSERT INTO " + _TABLE + " (zoid, path, parent_path, path_depth, idx, meta,"
     " searchable_text) SELECT r.zoid, r.path, r.parent_path, r.path_depth, r.idx,"
-    " r.meta, {vector}" + _ROWS + " WHERE NOT EXISTS (SELECT 1 FROM " + _TABLE
-    + " AS c WHERE c.zoid = r.zoid)" + _OBJECT_STORED.format("r")
+    " r.meta, {vector}"
+    + _ROWS
+    + " WHERE NOT EXISTS (SELECT 1 FROM "
+    + _TABLE
+    + " AS c WHERE c.zoid = r.zoid)"
+    + _OBJECT_STORED.format("r")
 ).format(vector=_ROW_VECTOR)
 
 _CLEAR_WHERE = sql.SQL(
@@ -122,7 +128,9 @@ _INSERT_PATCHED = sql.SQL(
     " searchable_text) SELECT p.zoid, p.path, p.parent_path, p.path_depth,"
     " p.vals, p.meta, CASE WHEN p.text_given THEN {vector} END"
     + _PATCHES
-    + " WHERE NOT EXISTS (SELECT 1 FROM " + _TABLE + " AS c WHERE c.zoid = p.zoid)"
+    + " WHERE NOT EXISTS (SELECT 1 FROM "
+    + _TABLE
+    + " AS c WHERE c.zoid = p.zoid)"
     + _OBJECT_STORED.format("p")
 ).format(vector=_PATCH_VECTOR)
 
@@ -251,7 +259,9 @@ class CatalogStateProcessor:
             # Objects stored after ``since`` keep the rows their commits wrote.
             subtree, params = path_clause(root, -1)
             cursor.execute(
-                _CLEAR_WHERE.format(sql.SQL("{} AND {}").format(subtree, _STORED_SINCE)),
+                _CLEAR_WHERE.format(
+                    sql.SQL("{} AND {}").format(subtree, _STORED_SINCE)
+                ),
                 (*params, since, [*kept, *zoids.tolist()]),
             )
         for parent, (ids, names) in sorted(pending.positions.items()):
