@@ -1,7 +1,9 @@
 """Measures what a different table layout would change for large results.
 
 Input for issue 5's design question (one table or a catalog table of its
-own).  On a database that ``benchmarks/run.py --keep-databases`` left, it
+own), answered by schema 5 (the catalog's own table): it runs on a database
+of schema 4 (``run.py --keep-databases`` of version 0.1), whose catalog
+columns are on ``object_state``, and stays as the record of what decided it.  On a database that ``benchmarks/run.py --keep-databases`` left, it
 builds two throw-away tables from the cataloged rows of ``object_state``
 and times the same searches on the three layouts:
 

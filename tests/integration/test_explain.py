@@ -197,12 +197,18 @@ FULL_SCAN_SHAPES: dict[str, str] = {
 #: Shapes no SQL index serves, on purpose, and why (README: "Where results
 #: differ").  Their plans read the catalog through the site path; the
 #: shapes are not used by Plone or the add-ons we know of.
-UNINDEXED_SHAPES: dict[str, str] = {
+#: Shapes whose plan may read the table in order and stop early: either
+#: plan is right, and the planner's choice between them depends on the
+#: statistics of the moment.
+EARLY_STOP_SHAPES: dict[str, str] = {
     # UnIndex's "not" asks whether any object of the site has the excluded
     # value (``registry``: ``EXISTS``); on the catalog's dense table the
-    # planner reads it in order, expecting one within a few dozen rows
-    # (IDocument: one row in 40), and stops there.
+    # planner may read it in order, expecting one within a few dozen rows
+    # (IDocument: one row in 40), and stop there.
     "object_provides-not-in-en": "EXISTS stops at the first excluded row",
+}
+
+UNINDEXED_SHAPES: dict[str, str] = {
     "Subject-range-min": _KEYWORD_RANGE,
     "Subject-range-max": _KEYWORD_RANGE,
     "Subject-range-min-max": _KEYWORD_RANGE,
@@ -561,6 +567,8 @@ def test_query_reads_the_catalog_through_an_index(explained, pg, name, user):
         return  # justified, and checked by the next test
     if problems and name in UNINDEXED_SHAPES:
         return  # justified: not index-served on purpose
+    if problems and name in EARLY_STOP_SHAPES:
+        return  # justified: stops at the first row it needs
     assert name not in UNINDEXED_SHAPES, f"{name!r} is index-served now"
     assert not problems, "\n\n".join(problems)
 
