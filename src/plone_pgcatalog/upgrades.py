@@ -17,6 +17,7 @@ from functools import partial
 from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.store import ddl
+from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import upgrade5
 from Products.CMFCore.utils import getToolByName
 
@@ -108,3 +109,8 @@ def to_5(setup_tool) -> None:
 def _to_own_table(conn, indexes) -> None:
     if upgrade5.upgrade(conn, indexes, ddl.LOCK_TIMEOUT):
         logger.info("plone_pgcatalog 5: the catalog has its own table")
+    # Another site of the database may have moved the rows already, with
+    # the SQL indexes its own catalog needs: this one's come now.
+    created = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
+    if created:
+        logger.info("plone_pgcatalog 5: SQL indexes created: %s", ", ".join(created))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import upgrades
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
 from psycopg import sql
@@ -224,6 +225,16 @@ def _relkind(portal) -> str:
         ).fetchone()[0]
 
 
+def _indexes_of(portal, table: str) -> set[str]:
+    with _database(portal) as conn:
+        return {
+            row[0]
+            for row in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = %s", (table,)
+            )
+        }
+
+
 def _legacy_rows(dsn) -> dict:
     with psycopg.connect(dsn) as conn:
         return dict(
@@ -278,39 +289,58 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         found = {b.getId: b.Title for b in api.content.find(Title="upper")}
         assert found == expected
         assert set(_legacy_rows(dsn)) == {f"/plone/{i}" for i in expected}
+        # An index added now gets its SQL index where schema 4 keeps the
+        # values (and on the new table with the upgrade).
+        catalog.addIndex("probe_field", "FieldIndex")
+        transaction.commit()
+        portal._p_jar.sync()
+        probe = schema.sql_index_name("probe_field")
+        assert probe in _indexes_of(portal, "object_state")
 
-        # During the copy, one row at a time, another process changes a
-        # copied row, uncatalogs one not copied yet and one copied.
+        # During the copy, one row at a time, another process changes rows
+        # on the columns of schema 4: once u4 is copied, it changes the
+        # metadata of u0 (copied), uncatalogs u4 (copied) and u7 (not yet).
         with psycopg.connect(dsn) as conn:
             zoids = dict(
                 conn.execute(
                     "SELECT path, zoid FROM object_state WHERE path LIKE '/plone/u%'"
                 ).fetchall()
             )
-        copy, progress = upgrade5.copy, []
+        assert zoids["/plone/u0"] < zoids["/plone/u4"] < zoids["/plone/u7"]
+        copy, progress, written = upgrade5.copy, [], []
 
         def copying(conn, lock_timeout, batch=upgrade5.BATCH, report=None):
             def write_meanwhile(copied, estimate):
                 progress.append(copied)
-                if copied == 1:
-                    with psycopg.connect(dsn, autocommit=True) as other:
-                        other.execute(
-                            "UPDATE object_state SET meta = meta || %s::jsonb"
-                            " WHERE zoid = %s",
-                            ('{"Title": "Changed meanwhile"}', zoids["/plone/u0"]),
-                        )
-                        other.execute(
-                            "UPDATE object_state SET idx = NULL, path = NULL"
+                if written:
+                    return
+                with psycopg.connect(dsn, autocommit=True) as other:
+                    built = {
+                        row[0]
+                        for row in other.execute(
+                            "SELECT zoid FROM pgcatalog_objects_build"
                             " WHERE zoid = ANY(%s)",
-                            ([zoids["/plone/u7"], zoids["/plone/u4"]],),
+                            (list(zoids.values()),),
                         )
+                    }
+                    if zoids["/plone/u4"] not in built:
+                        return
+                    assert zoids["/plone/u7"] not in built  # one row a batch
+                    other.execute(
+                        "UPDATE object_state SET meta = meta || %s::jsonb"
+                        " WHERE zoid = %s",
+                        ('{"Title": "Changed meanwhile"}', zoids["/plone/u0"]),
+                    )
+                    other.execute(
+                        "UPDATE object_state SET idx = NULL, path = NULL"
+                        " WHERE zoid = ANY(%s)",
+                        ([zoids["/plone/u7"], zoids["/plone/u4"]],),
+                    )
+                    written.append(copied)
 
             return copy(conn, lock_timeout, 1, write_meanwhile)
 
         monkeypatch.setattr(upgrade5, "copy", copying)
-        # Copied in zoid order: u0 is in the first batch, u7 in a later one.
-        assert min(zoids.values()) == zoids["/plone/u0"]
-        assert zoids["/plone/u0"] < zoids["/plone/u4"] < zoids["/plone/u7"]
 
         setup = portal.portal_setup
         setup.setLastVersionForProfile(PGCATALOG_PROFILE, "4")
@@ -321,22 +351,17 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
             str(schema.SCHEMA_VERSION),
         )
-        assert progress[0] == 1 and len(progress) >= len(expected) - 1
+        assert written and progress[0] == 1 and len(progress) > written[0]
         assert _relkind(portal) == "r"
         with _database(portal) as conn:
             assert schema.legacy_columns(conn.cursor()) == []
             assert conn.execute(
                 "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
             ).fetchone() == (5,)
-            names = {
-                row[0]
-                for row in conn.execute(
-                    "SELECT indexname FROM pg_indexes"
-                    " WHERE tablename = 'pgcatalog_objects'"
-                )
-            }
-        assert {"pgcatalog_path", "pgcatalog_idx"} <= names
+        names = _indexes_of(portal, "pgcatalog_objects")
+        assert {"pgcatalog_path", "pgcatalog_idx", probe} <= names
         assert schema.sql_index_name("Title") in names
+        assert not {n for n in _indexes_of(portal, "object_state") if "pgcatalog" in n}
         del expected["u4"], expected["u7"]
         expected["u0"] = "Changed meanwhile"
         found = {b.getId: b.Title for b in api.content.find(Title="upper")}
@@ -346,6 +371,19 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         portal["u5"].reindexObject()
         transaction.commit()
         assert api.content.find(Title="five")[0].getId == "u5"
+
+        # The step again, as another site of the database runs it: nothing
+        # is left to move; the SQL indexes its catalog needs are created.
+        title = schema.sql_index_name("Title")
+        catalog._defer_ddl(sql.SQL(f'DROP INDEX "{title}"'), "test: another site")
+        api.content.create(container=portal, type="Document", id="u9")
+        transaction.commit()
+        assert title not in _indexes_of(portal, "pgcatalog_objects")
+        upgrades.to_5(portal.portal_setup)
+        transaction.commit()
+        portal._p_jar.sync()
+        assert title in _indexes_of(portal, "pgcatalog_objects")
+        assert _relkind(portal) == "r"
     finally:
         # The next tests need schema 5: a failure above may have left 4.
         transaction.abort()

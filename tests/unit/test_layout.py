@@ -36,13 +36,15 @@ def test_there_are_modules_to_check():
     assert {"query.py", "registry.py", "tool.py", "cli.py", "indexes.py"} <= names
 
 
+@pytest.mark.parametrize("table", [layout.TABLE, layout.OBJECTS], ids=str)
 @pytest.mark.parametrize(
     "path",
     _modules_outside_the_store(),
     ids=lambda path: str(path.relative_to(PACKAGE)),
 )
-def test_only_the_store_names_the_table(path):
-    table = layout.TABLE.as_string(None)
+def test_only_the_store_names_the_tables(path, table):
+    """The catalog's table, and zodb-pgjsonb's that it reads beside it."""
+    table = table.as_string(None)
     lines = [
         f"{number}: {line.strip()}"
         for number, line in enumerate(path.read_text().splitlines(), 1)
