@@ -163,9 +163,13 @@ class LazyResults(Lazy):
     A result without a window may hold only its first rows: ``rest(offset)``
     then fetches ``(ids, scores)`` of all the others, the first time a brain
     past them is read.  The rows are those of the search's snapshot, which
-    ends with the transaction: if the rest has not been read by then, it
-    is fetched just before the commit or abort (ZCatalog's results, too,
-    keep the records they found when a script commits while it iterates).
+    ends with the transaction.  If the rest has not been read by then,
+    ``hold()`` runs just before the commit or abort: it keeps where the
+    rows read end (one row, whatever the size of the result), and the rest
+    is read after them in the order of the result, from the snapshot of the
+    moment it is read (ZCatalog, too, reads its records then; a script
+    that commits while it iterates sees every match it has not changed).
+    Without ``hold``, the rest itself is fetched before the end.
     """
 
     __allow_access_to_unprotected_subobjects__ = True
@@ -179,6 +183,7 @@ class LazyResults(Lazy):
         load_metadata: Callable[[list[int]], dict],
         scores: list | None = None,
         rest: Callable[[int], tuple[list, list | None]] | None = None,
+        hold: Callable[[], None] | None = None,
     ):
         # Copies: the lists may be shared (``snapshots.results``), and these
         # grow when the rest is fetched.
@@ -191,6 +196,7 @@ class LazyResults(Lazy):
         self._schema = frozenset(schema)
         self._zoids = [zoid for zoid, _ in ids]
         self._batch = MetadataBatch(self._zoids, load_metadata)
+        self._hold = hold
         if self._rest is not None:
             _fetch_before_the_transaction_ends(self)
 
@@ -207,6 +213,14 @@ class LazyResults(Lazy):
         if self._scores is not None and scores is not None:
             self._scores.extend(scores)
         self._len = len(self._ids)
+
+    def _end_of_transaction(self) -> None:
+        if self._rest is None:
+            return
+        if self._hold is not None:
+            self._hold()
+        else:
+            self._fetch_rest()
 
     def _brain(self, position: int) -> PGCatalogBrain:
         if position >= len(self._ids):
@@ -242,8 +256,9 @@ _UNFINISHED = "plone_pgcatalog.unfinished"
 
 
 def _fetch_before_the_transaction_ends(results: LazyResults) -> None:
-    """Have the rest of ``results`` fetched before the transaction commits
-    or aborts, if they are still in use by then and not read to the end."""
+    """Have ``results`` hold where their rows end (or fetch the rest)
+    before the transaction commits or aborts, if they are still in use by
+    then and not read to the end."""
     txn = transaction.get()
     try:
         unfinished = txn.data(_UNFINISHED)
@@ -258,7 +273,7 @@ def _fetch_before_the_transaction_ends(results: LazyResults) -> None:
 def _fetch_all(unfinished: weakref.WeakSet) -> None:
     for results in list(unfinished):
         try:
-            results._fetch_rest()
+            results._end_of_transaction()
         except Exception:
             # An abort must go on; reading past the first rows will fetch
             # them again, from the next transaction's snapshot.

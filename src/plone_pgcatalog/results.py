@@ -76,11 +76,23 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
         )
         return loaded
 
+    # Where the rows read end, once the search's snapshot is gone (``hold``).
+    held: list[search.Anchor | None] = []
+
     def rest(offset: int) -> tuple[list, list | None]:
         with connection.reading(catalog) as conn:
-            more = search.fetch_rest(conn, plan, offset)
+            if held and held[0] is not None:
+                more = search.fetch_after(conn, plan, held[0])
+            else:
+                more = search.fetch_rest(conn, plan, offset)
         found_by_searches().update(zoid for zoid, _ in more.ids)
         return more.ids, more.scores
+
+    def hold() -> None:
+        if held:
+            return
+        with connection.reading(catalog) as conn:
+            held.append(search.anchor(conn, found))
 
     return LazyResults(
         found.ids,
@@ -90,6 +102,10 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
         load_metadata,
         found.scores,
         rest=None if plan.windowed or plan.python_slice else rest,
+        # Pending changes laid over the rows are the transaction's own: a
+        # result that read them fetches its rest before the transaction
+        # ends, while they are there.
+        hold=None if plan.source_params else hold,
     )
 
 

@@ -3,7 +3,8 @@
 ``len()`` and the first page of a large result cost one query of
 ``search.FIRST_ROWS`` rows; reading further fetches the rest once; a
 transaction that ends while a result is in use does not lose its rows
-(what a script that commits every few objects relies on).
+(what a script that commits every few objects relies on), and costs one
+row, not the rest.
 """
 
 from __future__ import annotations
@@ -78,6 +79,63 @@ def test_a_script_that_commits_while_it_iterates_sees_every_match(many):
     transaction.commit()
     assert len(seen) == len(set(seen)) == DOCUMENTS
     assert len(api.content.find(portal_type="Document", review_state="private")) == 0
+
+
+def test_the_end_of_a_transaction_costs_one_row_not_the_rest(many, transferred):
+    """A page of a large result read in a request: the request's end does
+    not fetch the rows nobody read (it keeps where the rows read end)."""
+    results = api.content.find(portal_type="Document", sort_on="id")
+    assert _paths(results[:20])
+    transaction.commit()
+    assert transferred == [search.FIRST_ROWS]
+    # Read after the transaction: the rest, from then on.
+    assert len(_paths(results)) == DOCUMENTS
+    assert transferred == [search.FIRST_ROWS, DOCUMENTS - search.FIRST_ROWS]
+
+
+@pytest.mark.parametrize("order", ["ascending", "descending"])
+def test_a_script_that_changes_the_sort_key_of_what_it_read(many, order):
+    """The rest continues after the last row read as it was found, in the
+    result's order, even when the script has changed that row's sort key."""
+    for number, page in enumerate(many["many"].objectValues()):
+        page.title = f"t{number:03}"
+        page.reindexObject()
+    transaction.commit()
+    results = api.content.find(
+        portal_type="Document", sort_on="sortable_title", sort_order=order
+    )
+    expected = [f"/plone/many/d{number:03}" for number in range(DOCUMENTS)]
+    if order == "descending":
+        expected.reverse()
+    seen = []
+    for number, brain in enumerate(results):
+        seen.append(brain.getPath())
+        page = brain.getObject()
+        page.title = "a" if order == "descending" else "zzz"  # sorts elsewhere now
+        page.reindexObject()
+        if number % 10 == 9:
+            transaction.commit()
+    transaction.commit()
+    assert seen == expected
+
+
+def test_a_ranked_result_continues_by_relevance(many, transferred):
+    for number, page in enumerate(many["many"].objectValues()):
+        # Two levels of relevance, each over both sides of the first rows.
+        page.title = "harbour harbour" if number % 2 else "harbour"
+        page.reindexObject()
+    transaction.commit()
+    transferred.clear()
+    results = api.content.find(SearchableText="harbour", portal_type="Document")
+    first = [(b.getPath(), b.data_record_normalized_score_) for b in results[:5]]
+    transaction.commit()
+    found = [(b.getPath(), b.data_record_normalized_score_) for b in results]
+    transaction.abort()
+    again = api.content.find(SearchableText="harbour", portal_type="Document")
+    assert found[:5] == first
+    assert found == [(b.getPath(), b.data_record_normalized_score_) for b in again]
+    assert len(found) == DOCUMENTS
+    assert transferred[:2] == [search.FIRST_ROWS, DOCUMENTS - search.FIRST_ROWS]
 
 
 @pytest.fixture

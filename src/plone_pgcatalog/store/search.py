@@ -15,6 +15,7 @@ from plone_pgcatalog.store.connection import json_cursor
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import READ_COUNTER
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 import psycopg
 
@@ -36,6 +37,23 @@ class Found:
     total: int
     #: ``[(score, normalized score)]`` aligned with ``ids``, when ranked
     scores: list | None = None
+    #: the best score of the whole result, when ranked
+    best: float | None = None
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The last row a result has read, as its snapshot had it: where the
+    rest of the result continues once that snapshot has ended
+    (``SearchSQL.rest_query``)."""
+
+    zoid: int
+    #: ``layout.ROW_OF_VALUES``'s parameters: the row its sort keys read
+    row: tuple
+    score: float | None = None
+    best: float | None = None
+    #: the zoids of the rows read (``FIRST_ROWS`` at most)
+    read: tuple = ()
 
 
 #: Rows the query of a result without a window (no ``b_size`` or
@@ -78,22 +96,57 @@ def run_search(conn: psycopg.Connection, search: SearchSQL) -> Found:
 
 
 def fetch_rest(conn: psycopg.Connection, search: SearchSQL, offset: int) -> Found:
-    """Rows ``offset`` to the end of a result ``run_search`` began."""
+    """Rows ``offset`` to the end of a result ``run_search`` began, in the
+    same snapshot."""
     statement, params = search.rows_query(None, offset, counted=False)
     rows = _execute(conn, statement, params)
     return _found(search, rows, offset + len(rows))
 
 
+_ANCHOR_ROW = sql.SQL(
+    "SELECT zoid, path, parent_path, path_depth, idx FROM {} WHERE zoid = %s"
+).format(TABLE)
+
+
+def anchor(conn: psycopg.Connection, found: Found) -> Anchor | None:
+    """The anchor of the last row of ``found``, read in the snapshot that
+    found it (one row, whatever the size of the result); None if that row
+    is gone."""
+    zoid = found.ids[-1][0]
+    with json_cursor(conn) as cursor:
+        cursor.execute(_ANCHOR_ROW, (zoid,))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    zoid, path, parent_path, depth, idx = row
+    score = found.scores[-1][0] if found.scores else None
+    return Anchor(
+        zoid,
+        (zoid, path, parent_path, depth, Jsonb(idx)),
+        score,
+        found.best,
+        tuple(z for z, _ in found.ids),
+    )
+
+
+def fetch_after(conn: psycopg.Connection, search: SearchSQL, after: Anchor) -> Found:
+    """The rows of a result after ``after``, in this connection's snapshot."""
+    statement, params = search.rest_query(after)
+    rows = _execute(conn, statement, params)
+    return _found(search, rows, len(rows))
+
+
 def _found(search: SearchSQL, rows: list[tuple], total: int) -> Found:
     ids = [(row[0], row[1]) for row in rows]
-    scores = None
+    scores = best = None
     if search.score is not None:
         # ZCatalog: the normalized score is a percentage of the best one.
         scores = [
             (score, int(100.0 * score / best) if best else 100)
             for _, _, score, best, *_ in rows
         ]
-    return Found(ids, total, scores)
+        best = rows[0][3] if rows else None
+    return Found(ids, total, scores, best)
 
 
 def _count(conn: psycopg.Connection, search: SearchSQL) -> int:
