@@ -130,7 +130,7 @@ class _Rows:
                     cursor.execute(statement, params)
                     return cursor.fetchall()
         except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
-            # The catalog columns come with the first cataloging commit.
+            # The catalog's table comes with the first write transaction.
             return []
 
     def row(self, words: sql.Composable, condition: sql.Composable, params):

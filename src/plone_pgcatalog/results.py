@@ -51,9 +51,9 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
                 keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
             )
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
-        # The catalog columns are created before the first commit that
-        # writes catalog data; until then nothing is cataloged.
-        logger.info("catalog columns not created yet: empty result")
+        # The catalog's table is created before the first write
+        # transaction; until then nothing is cataloged.
+        logger.info("catalog table not created yet: empty result")
         found = search.Found([], 0)
     found_by_searches().update(zoid for zoid, _ in found.ids)
     # Rows this transaction cataloged have their metadata here, not in

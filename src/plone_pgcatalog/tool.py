@@ -245,11 +245,11 @@ class PGCatalogTool(UniqueObject, Folder):
         The one way in for code that changes the catalog outside
         ``catalog_object`` (moves, ordering, security reindexes, rebuilds).
 
-        Objects the transaction stores get their catalog columns in the
-        same INSERT as their state; the others (a reindex of an unchanged
-        object, a removal) are written by the processor at the end of the
-        vote.  Either way the ZODB connection must take part in the
-        commit, even when no object changed: it is joined here.
+        The processor writes the rows at the end of the vote, in the
+        commit's PostgreSQL transaction, whether the transaction stores the
+        objects or not (a reindex of an unchanged object, a removal).  The
+        ZODB connection must take part in the commit, even when no object
+        changed: it is joined here.
         """
         processor.register(self._storage())
         connection.join_transaction(self)

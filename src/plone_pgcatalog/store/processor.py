@@ -234,7 +234,7 @@ class CatalogStateProcessor:
         _check_replaced_rows(cursor, pending)
         # First the moved subtrees, in one statement: everything below
         # names the paths where the objects are now.  Rows written in full
-        # (in the INSERT, or just below) already carry their paths.
+        # (just below) carry their paths already.
         relocations = pending.relocations
         if relocations:
             cursor.execute(*relocate_statement(relocations, list(pending.rows)))
