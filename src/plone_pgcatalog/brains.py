@@ -214,6 +214,10 @@ class LazyResults(Lazy):
             self._scores.extend(scores)
         self._len = len(self._ids)
 
+    def _reaches_the_rest(self, window: slice) -> bool:
+        start, stop, _step = window.indices(len(self))
+        return self._rest is not None and max(start, stop) > len(self._ids)
+
     def _end_of_transaction(self) -> None:
         if self._rest is None:
             return
@@ -225,6 +229,10 @@ class LazyResults(Lazy):
     def _brain(self, position: int) -> PGCatalogBrain:
         if position >= len(self._ids):
             self._fetch_rest()
+            if position >= len(self._ids):
+                # Read after its transaction, the rest was shorter than the
+                # count (objects that no longer match); ``len()`` says so now.
+                raise IndexError(position)
         zoid, path = self._ids[position]
         brain = PGCatalogBrain(zoid, path, self._schema, self._batch, position)
         if self._scores is not None:
@@ -235,7 +243,11 @@ class LazyResults(Lazy):
 
     def __getitem__(self, position):
         if isinstance(position, slice):
+            if self._reaches_the_rest(position):
+                self._fetch_rest()  # first: its length may differ from the count
             return [self._brain(i) for i in range(*position.indices(len(self)))]
+        if position < 0 or position >= len(self._ids):
+            self._fetch_rest()  # counted from the end: from the final length
         if position < 0:
             position += len(self)
         if not 0 <= position < len(self):

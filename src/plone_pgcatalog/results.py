@@ -102,10 +102,14 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
         load_metadata,
         found.scores,
         rest=None if plan.windowed or plan.python_slice else rest,
-        # Pending changes laid over the rows are the transaction's own: a
-        # result that read them fetches its rest before the transaction
-        # ends, while they are there.
-        hold=None if plan.source_params else hold,
+        # Only a result in zoid order continues after its last row in a
+        # later snapshot: sort keys and relevance change (a script that
+        # moves each item it reads to the bottom of its folder moves the
+        # unread ones up, before the last row held), and pending changes
+        # laid over the rows are the transaction's own.  Those results
+        # fetch their rest before the transaction ends, from the snapshot
+        # that found them, as ZCatalog's results keep the records found.
+        hold=hold if plan.in_zoid_order and not plan.source_params else None,
     )
 
 

@@ -82,15 +82,52 @@ def test_a_script_that_commits_while_it_iterates_sees_every_match(many):
 
 
 def test_the_end_of_a_transaction_costs_one_row_not_the_rest(many, transferred):
-    """A page of a large result read in a request: the request's end does
-    not fetch the rows nobody read (it keeps where the rows read end)."""
-    results = api.content.find(portal_type="Document", sort_on="id")
+    """A page of a large result in zoid order read in a request: the
+    request's end does not fetch the rows nobody read (it keeps where the
+    rows read end)."""
+    results = api.content.find(portal_type="Document")
     assert _paths(results[:20])
     transaction.commit()
     assert transferred == [search.FIRST_ROWS]
     # Read after the transaction: the rest, from then on.
     assert len(_paths(results)) == DOCUMENTS
     assert transferred == [search.FIRST_ROWS, DOCUMENTS - search.FIRST_ROWS]
+
+
+def test_a_sorted_result_keeps_its_rows_when_the_script_reorders_them(many):
+    """Moving each item read to the bottom of its folder moves the unread
+    ones up: a sorted result keeps the rows its search found (fetched
+    before its transaction ends), as ZCatalog's results do."""
+    folder = many["many"]
+    results = api.content.find(
+        path={"query": "/plone/many", "depth": 1}, sort_on="getObjPositionInParent"
+    )
+    seen = []
+    for number, brain in enumerate(results):
+        seen.append(brain.getPath())
+        folder.moveObjectsToBottom([brain.getId])
+        if number % 10 == 9:
+            transaction.commit()
+    transaction.commit()
+    assert seen == [f"/plone/many/d{number:03}" for number in range(DOCUMENTS)]
+
+
+def test_a_result_read_after_its_transaction_is_as_long_as_its_rows(many):
+    """Read after its transaction, a result in zoid order ends where its
+    rows end: ``len()``, slices and negative indexes follow the rows that
+    still match, without an IndexError."""
+    results = api.content.find(portal_type="Document")
+    assert len(results) == DOCUMENTS
+    assert _paths(results[:5])
+    transaction.commit()
+    api.content.delete(
+        objects=[many["many"][f"d{number:03}"] for number in range(140, DOCUMENTS)]
+    )
+    transaction.commit()
+    assert results[-1].getPath() == "/plone/many/d139"
+    assert len(results[100:]) == 40
+    assert len(results) == 140
+    assert len(_paths(results)) == 140
 
 
 @pytest.mark.parametrize("order", ["ascending", "descending"])

@@ -6,7 +6,9 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import upgrades
+from plone_pgcatalog.store import ddl
 from plone_pgcatalog.store import schema
+from plone_pgcatalog.store import search
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
 from psycopg import sql
 
@@ -266,6 +268,10 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         schema.expression_ddl(name, meta_type, legacy=True)
         for name, meta_type in indexes
     ]
+    # Another site of the database has an index of its own.
+    legacy_indexes.append(
+        schema.expression_ddl("other_site_field", "FieldIndex", legacy=True)
+    )
     catalog._defer_ddl(
         sql.SQL(_TO_SCHEMA_4)
         + sql.SQL("; ".join(ddl for ddl in legacy_indexes if ddl))
@@ -307,7 +313,7 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
                 ).fetchall()
             )
         assert zoids["/plone/u0"] < zoids["/plone/u4"] < zoids["/plone/u7"]
-        copy, progress, written = upgrade5.copy, [], []
+        copy, progress, written, readers = upgrade5.copy, [], [], []
 
         def copying(conn, lock_timeout, batch=upgrade5.BATCH, report=None):
             def write_meanwhile(copied, estimate):
@@ -337,16 +343,37 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
                         ([zoids["/plone/u7"], zoids["/plone/u4"]],),
                     )
                     written.append(copied)
+                # A request under way: its snapshot is older than the end of
+                # the copy, the switch must wait for it.
+                reader = psycopg.connect(dsn, autocommit=True)
+                reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+                reader.execute("SELECT 1")
+                readers.append(reader)
 
             return copy(conn, lock_timeout, 1, write_meanwhile)
 
         monkeypatch.setattr(upgrade5, "copy", copying)
+        monkeypatch.setattr(ddl, "RETRY_DELAYS", (0.0,))
+        # A pooled connection whose brains' metadata statement psycopg has
+        # prepared on the view (meta is jsonb there, json in the table).
+        metadata = psycopg.connect(dsn, autocommit=True)
+        readers.append(metadata)
+        for _ in range(6):
+            search.load_metadata(metadata, [zoids["/plone/u1"]])
 
         setup = portal.portal_setup
         setup.setLastVersionForProfile(PGCATALOG_PROFILE, "4")
         setup.upgradeProfile(PGCATALOG_PROFILE)
         transaction.commit()
         portal._p_jar.sync()  # the next transaction begins: the upgrade runs
+        # Copied, not switched: the request under way holds an older
+        # snapshot.  Once it has ended, the next try switches (without
+        # copying again).
+        assert _relkind(portal) == "v" and len(readers) == 2
+        readers.pop().close()
+        copied = len(progress)
+        portal._p_jar.sync()
+        assert len(progress) == copied  # not copied again
 
         assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
             str(schema.SCHEMA_VERSION),
@@ -360,6 +387,9 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
             ).fetchone() == (5,)
         names = _indexes_of(portal, "pgcatalog_objects")
         assert {"pgcatalog_path", "pgcatalog_idx", probe} <= names
+        assert schema.sql_index_name("other_site_field") in names
+        loaded = search.load_metadata(metadata, [zoids["/plone/u1"]])
+        assert loaded[zoids["/plone/u1"]]["Title"] == "Upper one"
         assert schema.sql_index_name("Title") in names
         assert not {n for n in _indexes_of(portal, "object_state") if "pgcatalog" in n}
         del expected["u4"], expected["u7"]
@@ -388,6 +418,8 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         # The next tests need schema 5: a failure above may have left 4.
         transaction.abort()
         monkeypatch.undo()
+        for reader in readers:
+            reader.close()
         if _relkind(portal) == "v":
             from plone_pgcatalog import setuphandlers
 

@@ -23,8 +23,11 @@ _PATH_OF = sql.SQL(
     "SELECT path FROM {} WHERE zoid = %s AND (path = %s OR path LIKE %s)"
 ).format(TABLE)
 
+# ``meta::json``: a no-op on the table; until the upgrade to schema 5 the
+# view may show a ``jsonb`` column (schema 3), and a statement prepared on
+# the view must keep its result type when it runs on the table.
 _LOAD_METADATA = sql.SQL(
-    "SELECT zoid, meta FROM {} WHERE zoid = ANY(%s::bigint[])"
+    "SELECT zoid, meta::json FROM {} WHERE zoid = ANY(%s::bigint[])"
 ).format(TABLE)
 
 
@@ -174,7 +177,7 @@ def path_of(conn: psycopg.Connection, zoid: int, site_path: str) -> str | None:
     return row[0] if row else None
 
 
-_ROW_DATA = sql.SQL("SELECT idx, meta FROM {} WHERE zoid = %s").format(TABLE)
+_ROW_DATA = sql.SQL("SELECT idx, meta::json FROM {} WHERE zoid = %s").format(TABLE)
 
 
 def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | None]:

@@ -18,9 +18,12 @@ its commit, on a connection of its own (``store.ddl.SchemaChange``):
    goes to the log and to ``progress``.  Then ``ANALYZE``.
 3. **Switch**, in one short transaction under the commit lock and an
    exclusive lock on ``object_state`` (``lock_timeout`` bounds the wait for
-   it; a try again runs all three steps again, and the copy keeps the rows
-   already there): drop the view, the triggers and what schema 4 kept on
-   ``object_state`` (indexes, statistics, columns: dropping a column
+   it; a try again prepares again and switches, the copy done), not while
+   another session holds a snapshot older than the copy's last batch (it
+   would read the new table without the rows copied since; sessions of
+   other database users count only where ``pg_stat_activity`` shows their
+   ``backend_xmin``): drop the view, the triggers and what schema 4 kept
+   on ``object_state`` (indexes, statistics, columns: dropping a column
    rewrites nothing), rename the table and its indexes, record version 5.
 
 Names ``object_state``'s catalog columns: this is what it migrates.
@@ -36,6 +39,7 @@ from psycopg import sql
 import hashlib
 import logging
 import psycopg
+import re
 
 logger = logging.getLogger(__name__)
 
@@ -78,13 +82,43 @@ CREATE OR REPLACE TRIGGER pgcatalog_mirror_update
     EXECUTE FUNCTION pgcatalog_mirror();
 """
 
+# ``FOR KEY SHARE``: a pack deleting one of the rows meanwhile waits for
+# the batch (and then takes the copy along, by the foreign key), or the
+# batch waits for it and skips the row; without it the insert of a row
+# deleted after the batch read it failed its foreign key.
 _COPY = sql.SQL(
     "WITH batch AS (SELECT zoid, path, parent_path, path_depth, idx,"
     " meta::json AS meta, searchable_text FROM object_state"
-    " WHERE idx IS NOT NULL AND zoid > %s ORDER BY zoid LIMIT %s),"
+    " WHERE idx IS NOT NULL AND zoid > %s ORDER BY zoid LIMIT %s FOR KEY SHARE),"
     " copied AS (INSERT INTO {} SELECT * FROM batch ON CONFLICT (zoid) DO NOTHING)"
-    " SELECT count(*), max(zoid) FROM batch"
+    " SELECT count(*), max(zoid), txid_current() FROM batch"
 ).format(sql.Identifier(_BUILD))
+
+# The copy is complete (the mirror keeps it so): the transaction id of its
+# last batch, for the switch (``_OLDER_SNAPSHOTS``) and for a try again.
+_COPIED = "upgrade5_copied"
+_READ_COPIED = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = %s")
+_WRITE_COPIED = sql.SQL(
+    "INSERT INTO pgcatalog_state (key, value) VALUES (%s, %s)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+
+# Other sessions whose snapshot may be older than the last batch of the
+# copy: after the switch they would read the new table without the rows
+# copied since (zodb-pgjsonb's read snapshots hold no lock on the catalog
+# until they read it, so the switch's lock does not wait for them).
+_OLDER_SNAPSHOTS = sql.SQL(
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+    " AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL"
+    " AND age(backend_xmin) >= age((%s::bigint %% 4294967296)::text::xid)"
+)
+
+# Schema 4's SQL indexes on ``object_state``: those of every site's catalog.
+_LEGACY_INDEXES = sql.SQL(
+    "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index AS i"
+    " JOIN pg_class AS c ON c.oid = i.indexrelid"
+    " WHERE i.indrelid = 'object_state'::regclass AND starts_with(c.relname, %s)"
+)
 
 _TO_COPY = sql.SQL(
     "SELECT reltuples::bigint FROM pg_class WHERE oid = 'object_state'::regclass"
@@ -114,8 +148,37 @@ def _renames(indexes: Iterable[tuple[str, str]]) -> dict[str, str]:
     return renames
 
 
+def _legacy_indexes(cur: psycopg.Cursor) -> dict[str, str]:
+    """``{name: definition}`` of schema 4's catalog indexes on ``object_state``,
+    but for those of ``BASE_DDL`` (``TABLE_DDL`` makes them anew)."""
+    base = {schema.NAME_PREFIX + name for name in schema.TABLE_INDEXES}
+    return {
+        name: definition
+        for name, definition in cur.execute(_LEGACY_INDEXES, (schema.NAME_PREFIX,))
+        if name not in base
+    }
+
+
+def _on_the_build_table(name: str, definition: str) -> str:
+    """A schema-4 index's definition, on the build table, without the
+    predicate ``idx IS NOT NULL`` that only the shared table needed."""
+    definition = re.sub(
+        r"^CREATE INDEX \S+ ON \S+ ",
+        f"CREATE INDEX IF NOT EXISTS {_build_name(name)} ON {_BUILD} ",
+        definition,
+    )
+    return definition.replace(" WHERE (idx IS NOT NULL)", "").replace(
+        "(idx IS NOT NULL) AND ", ""
+    )
+
+
 def prepare(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
-    """Step 1: the build table, its indexes and the mirror (idempotent)."""
+    """Step 1: the build table, its indexes and the mirror (idempotent).
+
+    The indexes are those the catalog indexes ``indexes`` need, and every
+    other of schema 4 on ``object_state`` (those of the other sites of the
+    database), as they are there.
+    """
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
         cur.execute(schema.TABLE_DDL.format(table=_BUILD, prefix=_BASE_PREFIX))
@@ -125,6 +188,8 @@ def prepare(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
             )
             if statements:
                 cur.execute(statements)
+        for name, definition in _legacy_indexes(cur).items():
+            cur.execute(_on_the_build_table(name, definition))
         cur.execute(_MIRROR)
 
 
@@ -138,15 +203,18 @@ def copy(
 
     ``progress(copied, estimate)``: ``estimate`` is PostgreSQL's estimate
     of the rows of ``object_state``, cataloged or not (an upper bound
-    that costs no count)."""
+    that costs no count).  Records that the copy is complete, with the
+    transaction id of its last batch (``_COPIED``)."""
     with conn.cursor() as cur:
         estimate = cur.execute(_TO_COPY).fetchone()[0]
-    copied, last = 0, -1
+    copied, last, xid = 0, -1, None
     while True:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
             cur.execute(_COMMIT_LOCK)
-            count, highest = cur.execute(_COPY, (last, batch)).fetchone()
+            count, highest, xid = cur.execute(_COPY, (last, batch)).fetchone()
+            if not count:
+                cur.execute(_WRITE_COPIED, (_COPIED, xid))
         if not count:
             break
         copied += count
@@ -159,13 +227,30 @@ def copy(
     return copied
 
 
+class OlderSnapshots(psycopg.OperationalError):
+    """Sessions whose snapshots may not see the whole copy are still open:
+    the switch waits (``store.ddl.SchemaChange`` tries again later)."""
+
+
 def switch(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
-    """Step 3: the build table becomes the catalog's table."""
+    """Step 3: the build table becomes the catalog's table.
+
+    Not while another session holds a snapshot taken before the copy's
+    last batch (a request under way): ``OlderSnapshots``.
+    """
     renames = _renames(indexes)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
         cur.execute(_COMMIT_LOCK)
         cur.execute("LOCK TABLE object_state IN ACCESS EXCLUSIVE MODE")
+        (last_batch,) = cur.execute(_READ_COPIED, (_COPIED,)).fetchone()
+        (older,) = cur.execute(_OLDER_SNAPSHOTS, (last_batch,)).fetchone()
+        if older:
+            raise OlderSnapshots(
+                f"{older} sessions hold snapshots older than the copy's end"
+            )
+        for name in _legacy_indexes(cur):
+            renames[_build_name(name)] = name
         schema.drop_legacy(cur)
         cur.execute(
             sql.SQL("ALTER TABLE {} RENAME TO {}").format(
@@ -194,6 +279,7 @@ def switch(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
             "UPDATE pgcatalog_state SET value = %s WHERE key = 'schema_version'",
             (schema.SCHEMA_VERSION,),
         )
+        cur.execute("DELETE FROM pgcatalog_state WHERE key = %s", (_COPIED,))
 
 
 def upgrade(
@@ -211,7 +297,18 @@ def upgrade(
     if not pending(conn):
         return False
     prepare(conn, indexes, lock_timeout)
-    copied = copy(conn, lock_timeout, batch, progress)
+    if _copy_complete(conn):
+        logger.info("plone_pgcatalog 5: the copy is complete, switching")
+    else:
+        copied = copy(conn, lock_timeout, batch, progress)
+        logger.info("plone_pgcatalog 5: %d rows copied", copied)
     switch(conn, indexes, lock_timeout)
-    logger.info("plone_pgcatalog 5: %d rows in the catalog's own table", copied)
+    logger.info("plone_pgcatalog 5: the catalog's own table is in use")
     return True
+
+
+def _copy_complete(conn: psycopg.Connection) -> bool:
+    """Whether an earlier try copied every row (the mirror has kept the
+    table current since)."""
+    with conn.cursor() as cur:
+        return cur.execute(_READ_COPIED, (_COPIED,)).fetchone() is not None
