@@ -123,18 +123,16 @@ _LEGACY_INDEXES = sql.SQL(
 _TO_COPY = sql.SQL(
     "SELECT reltuples::bigint FROM pg_class WHERE oid = 'object_state'::regclass"
 )
-_SET_LOCK_TIMEOUT = sql.SQL("SELECT set_config('lock_timeout', %s, true)")
-_COMMIT_LOCK = sql.SQL("SELECT pg_advisory_xact_lock(0)")
+# The schema's own: a lock timeout per transaction, zodb-pgjsonb's commit lock.
+_SET_LOCK_TIMEOUT = schema._SET_LOCK_TIMEOUT
+_COMMIT_LOCK = schema._COMMIT_LOCK
 _VERSION = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = 'schema_version'")
 
 
 def pending(conn: psycopg.Connection) -> bool:
     """Whether the database still has the layout of schema 4 (the view)."""
     with conn.cursor() as cur:
-        row = cur.execute(
-            "SELECT relkind FROM pg_class WHERE oid = to_regclass(%s)", (schema.TABLE,)
-        ).fetchone()
-    return row is not None and row[0] == "v"
+        return schema._relkind(cur, schema.TABLE) == "v"
 
 
 def _renames(indexes: Iterable[tuple[str, str]]) -> dict[str, str]:
