@@ -72,6 +72,7 @@ from zope.interface import directlyProvides
 from zope.interface import providedBy
 
 import datetime
+import functools
 import logging
 import psycopg
 
@@ -102,12 +103,36 @@ class _Rows:
     def __init__(self, tool):
         self.tool = tool
         self.site_path = "/".join(aq_parent(aq_inner(tool)).getPhysicalPath())
-        self.source, self.source_params = _source()
+        pending = current_pending()
+        self._overlay = pending.overlay() if pending else None
+
+    @functools.cached_property
+    def columns(self) -> dict:
+        """``{column: kind}`` of the typed columns ready (``store.columns``):
+        read when a statement is composed (an answer kept per committed
+        state needs no round trip)."""
+        with connection.reading(self.tool):
+            return connection.ready_columns(self.tool)
+
+    @property
+    def source_params(self) -> tuple:
+        return self._source[1]
+
+    @property
+    def source(self) -> sql.Composable:
+        return self._source[0]
+
+    @functools.cached_property
+    def _source(self) -> tuple[sql.Composable, tuple]:
+        # The same overlay the tool's searches read.
+        if not self._overlay:
+            return layout.TABLE, ()
+        return self._overlay.source(self.columns)
 
     def cache_key(self, *what) -> tuple | None:
         """A key of ``snapshots.unique_values`` for an answer about these rows, or
         None if they are not only stored rows."""
-        if self.source_params:
+        if self._overlay:
             return None  # pending changes laid over them
         snapshot = connection.snapshot_id(self.tool)
         if snapshot is None:
@@ -141,15 +166,6 @@ class _Rows:
         )
         rows = self.fetch(statement, [*scope_params, *params])
         return rows[0] if rows else None
-
-
-def _source() -> tuple[sql.Composable, tuple]:
-    # The same overlay the tool's searches read.
-    pending = current_pending()
-    overlay = pending.overlay() if pending else None
-    if not overlay:
-        return layout.TABLE, ()
-    return overlay.source()
 
 
 def _tool_of(context, name: str):
@@ -457,8 +473,23 @@ class ValueIndexView(DataIndexView):
 
     # -- values ------------------------------------------------------------------
 
+    def _typed(self, rows: _Rows) -> sql.Composable | None:
+        """The index's typed column, when it is ready."""
+        meta_type = self.__dict__["_definition"].meta_type
+        kind = getattr(get_translator(meta_type), "column_kind", None)
+        if kind is None or rows.columns.get(self._name) != kind:
+            return None
+        return layout.column(self._name)
+
+    def _others(self, typed: sql.Composable) -> sql.Composable:
+        """Rows whose value is in ``idx`` only (not of the column's type)."""
+        return sql.SQL("{} IS NULL AND {}").format(typed, layout.has_key(self._name))
+
     def _values(self, rows: _Rows) -> list:
         """Distinct stored values: one B-tree probe per value (skip scan)."""
+        typed = self._typed(rows)
+        if typed is not None:
+            return self._typed_values(rows, typed)
         key = json_key(self._name)
         scope, params = rows.scope()
         statement = sql.SQL(
@@ -470,9 +501,35 @@ class ValueIndexView(DataIndexView):
         ).format(k=key, scope=scope)
         return [value for (value,) in rows.fetch(statement, [*params, *params])]
 
+    def _typed_values(self, rows: _Rows, typed: sql.Composable) -> list:
+        # The skip scan on the column's B-tree; values of other types from
+        # ``idx`` (rows where the column is NULL: found on that B-tree too).
+        scope, params = rows.scope()
+        statement = sql.SQL(
+            "WITH RECURSIVE found(value) AS ("
+            "(SELECT {c} {scope} AND {c} IS NOT NULL ORDER BY {c} LIMIT 1)"
+            " UNION ALL SELECT (SELECT {c} {scope} AND {c} > found.value"
+            " ORDER BY {c} LIMIT 1) FROM found WHERE found.value IS NOT NULL)"
+            " SELECT to_jsonb(value) FROM found WHERE value IS NOT NULL"
+            " UNION ALL SELECT DISTINCT {k} {scope} AND {others}"
+        ).format(
+            c=typed, k=json_key(self._name), scope=scope, others=self._others(typed)
+        )
+        return [
+            value for (value,) in rows.fetch(statement, [*params, *params, *params])
+        ]
+
     def _value_counts(self, rows: _Rows) -> list[tuple]:
         key = json_key(self._name)
         scope, params = rows.scope()
+        typed = self._typed(rows)
+        if typed is not None:
+            statement = sql.SQL(
+                "SELECT to_jsonb({c}), count(*) {scope} AND {c} IS NOT NULL"
+                " GROUP BY {c} UNION ALL"
+                " SELECT {k}, count(*) {scope} AND {others} GROUP BY {k}"
+            ).format(c=typed, k=key, scope=scope, others=self._others(typed))
+            return rows.fetch(statement, [*params, *params])
         statement = sql.SQL(
             "SELECT {k}, count(*) {scope} AND {k} IS NOT NULL GROUP BY {k}"
         ).format(k=key, scope=scope)

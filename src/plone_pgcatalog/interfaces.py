@@ -73,6 +73,13 @@ class IIndexTranslator(Interface):
         """Return SQL expressions to ``ORDER BY`` for this index, or ``None``
         when the index cannot sort (ZCatalog then raises CatalogError)."""
 
+    # Optional: ``column_kind``, the kind of typed column the index type's
+    # values get (``store.columns.KINDS``: "text", "keywords", "boolean",
+    # "integer", "range"), derived in SQL from the value ``extract`` gives;
+    # None for none.  A translator that declares the attribute is called as
+    # ``sort_expressions(index, context)`` and uses the column where
+    # ``context.column(name, kind)`` says it is ready.
+
     # Optional: ``sql_indexes(index_name)``, the SQL indexes the type needs,
     # as ``(kind, method, expression, predicate)`` tuples: ``kind`` a letter
     # that tells an index's SQL indexes apart ("i" for the main one),

@@ -77,6 +77,8 @@ class PathTranslator:
     limits are plain B-tree lookups.
     """
 
+    column_kind = None  # the path columns are the table's own
+
     def sql_indexes(self, index_name: str) -> list[tuple]:
         # The path columns have their indexes in ``schema.BASE_DDL``.
         return []
@@ -107,7 +109,7 @@ class PathTranslator:
             union.add(rows)
         return union.sql()
 
-    def sort_expressions(self, index):
+    def sort_expressions(self, index, context=None):
         # ZCatalog sorts on the physical path string, by code point.
         return [sql.SQL("path")]
 

@@ -23,6 +23,7 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.store.layout import column
 from plone_pgcatalog.store.layout import has_key
 from plone_pgcatalog.store.layout import ROW_OF_VALUES
 from plone_pgcatalog.store.layout import TABLE
@@ -48,9 +49,18 @@ class QueryContext:
     than from the objects the index holds).
     """
 
+    def column(self, index_name: str, kind: str) -> sql.Composable | None:
+        """The typed column of ``kind`` of an index, if it is ready."""
+        if kind is None or self.columns.get(index_name) != kind:
+            return None
+        return column(index_name)
+
     site_path: str = "/"
     text_configs: tuple[str, ...] = ()
     preceded: bool = False
+    #: ``{column: kind}`` of the typed columns ready in the database
+    #: (``store.columns``): a translator whose index has one may use it
+    columns: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -388,7 +398,7 @@ def build_query(
     if not plan and not match_all:
         clauses.append(sql.SQL("FALSE"))
 
-    sort_keys, sort_clauses = _order_by(query, indexes)
+    sort_keys, sort_clauses = _order_by(query, indexes, context)
     order_by = sql.SQL(", ").join(
         [expression + direction for expression, direction in sort_keys]
         + [sql.SQL("zoid")]
@@ -415,7 +425,7 @@ def build_query(
     if b_size is not None and (b_start < 0 or b_size < 0):
         python_slice = (b_start, b_start + b_size)
         b_start, b_size = 0, None
-    source, source_params = overlay.source() if overlay else (TABLE, ())
+    source, source_params = overlay.source(context.columns) if overlay else (TABLE, ())
     return SearchSQL(
         where=sql.SQL(" AND ").join(clauses),
         params=tuple(params),
@@ -448,7 +458,7 @@ def _has_key(name: str) -> sql.Composable:
     return has_key(name)
 
 
-def _order_by(query: dict, indexes: dict):
+def _order_by(query: dict, indexes: dict, context: QueryContext):
     """``(expression, direction)`` of each sort key, before the ``zoid``
     that breaks ties, and the clauses that drop rows without sort keys."""
     sort_on = _as_list(_sort_attr(query, "on"))
@@ -460,7 +470,13 @@ def _order_by(query: dict, indexes: dict):
         if index is None:
             raise UnknownIndexError(f"Unknown sort_on index: {name!r}")
         translator = get_translator(index.meta_type)
-        expressions = translator.sort_expressions(index) if translator else None
+        if translator is None:
+            expressions = None
+        elif hasattr(translator, "column_kind"):
+            # Ours, which may sort on a typed column.
+            expressions = translator.sort_expressions(index, context)
+        else:
+            expressions = translator.sort_expressions(index)
         if expressions is None:
             raise UnknownIndexError(
                 "The index chosen for sort_on is not capable of being used as "
@@ -476,7 +492,14 @@ def _order_by(query: dict, indexes: dict):
         # ZCatalog leaves out objects that have no value in the sort index.
         # A translator may say how (or, with None, that every row has one).
         presence = getattr(translator, "sort_presence", None)
-        if presence is None:
+        typed = context.column(name, getattr(translator, "column_kind", None))
+        if presence is None and typed is not None:
+            # The column's test first: ``idx`` is read for rows without
+            # a typed value only.
+            must_have.append(
+                sql.SQL("({} IS NOT NULL OR {})").format(typed, _has_key(name))
+            )
+        elif presence is None:
             must_have.append(_has_key(name))
         elif presence(index) is not None:
             must_have.append(presence(index))

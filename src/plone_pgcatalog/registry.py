@@ -95,19 +95,42 @@ def query_value(index_name: str, value):
     return value
 
 
+#: The array type of each kind of typed column's values, as parameters.
+_ARRAY_OF = {"text": "text[]", "integer": "bigint[]", "boolean": "boolean[]"}
+
+
+def _fits(kind: str | None, value) -> bool:
+    """Whether a query value of this type can be looked up in a typed
+    column of ``kind`` (``store.columns.KINDS``); else ``idx`` serves."""
+    if kind in ("text", "keywords"):
+        return isinstance(value, str)
+    if kind == "integer":
+        return (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and abs(value) < 2**63 - 1
+        )
+    if kind == "boolean":
+        return isinstance(value, bool)
+    return False
+
+
 def _attr(index) -> str:
     names = index.getIndexSourceNames()
     return names[0] if names else index.getId()
 
 
-def _compare(json_expr, text_expr, value, operator: str) -> tuple[sql.Composable, list]:
-    """One comparison with ``value``: strings by code point, else as JSON."""
-    if isinstance(value, str):
+def _compare(
+    json_expr, text_expr, value, operator: str, typed: bool = False
+) -> tuple[sql.Composable, list]:
+    """One comparison with ``value``: strings by code point, else as JSON
+    (``typed``: the expressions are a typed column, the value fits it)."""
+    if isinstance(value, str) or typed:
         return text_expr + sql.SQL(f" {operator} %s"), [value]
     return json_expr + sql.SQL(f" {operator} %s"), [Jsonb(value)]
 
 
-def _bounds(json_expr, text_expr, name: str, keys: list, range_spec: str):
+def _bounds(json_expr, text_expr, name: str, keys: list, range_spec: str, typed=False):
     """``min``, ``max`` or ``min:max`` over the query values, as UnIndex.
 
     As in ZCatalog, a falsy upper bound (0, "") leaves the range open
@@ -127,20 +150,27 @@ def _bounds(json_expr, text_expr, name: str, keys: list, range_spec: str):
         ) from exc
     parts, params = [sql.SQL("TRUE")], []
     if "min" in range_spec:
-        clause, values = _compare(json_expr, text_expr, low, ">=")
+        clause, values = _compare(json_expr, text_expr, low, ">=", typed)
         parts.append(clause)
         params += values
     if "max" in range_spec and high:
-        clause, values = _compare(json_expr, text_expr, high, "<=")
+        clause, values = _compare(json_expr, text_expr, high, "<=", typed)
         parts.append(clause)
         params += values
     return sql.SQL(" AND ").join(parts), params
 
 
 def _range_clause(
-    name: str, keys: list, range_spec: str
+    name: str, keys: list, range_spec: str, typed: sql.Composable | None = None
 ) -> tuple[sql.Composable, list]:
-    """Objects whose value of index ``name`` lies in the range."""
+    """Objects whose value of index ``name`` lies in the range; on the
+    typed column ``typed`` when given (every key fits it)."""
+    bounded = isinstance(range_spec, str) and (
+        "min" in range_spec or "max" in range_spec
+    )
+    if typed is not None and bounded and keys:
+        bounds, params = _bounds(typed, typed, name, keys, range_spec, typed=True)
+        return sql.SQL("{} IS NOT NULL AND {}").format(typed, bounds), params
     bounds, params = _bounds(json_key(name), text_key(name), name, keys, range_spec)
     return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), bounds), params
 
@@ -169,7 +199,13 @@ def _not_only(
 
 @implementer(IIndexTranslator)
 class FieldTranslator:
-    """FieldIndex (and the single-valued types built like it)."""
+    """FieldIndex (and the single-valued types built like it).
+
+    Strings have a typed column (``column_kind``); values of other types
+    are found in ``idx``.
+    """
+
+    column_kind = "text"
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         """``(kind, method, expression, predicate)`` of each SQL index this
@@ -204,34 +240,56 @@ class FieldTranslator:
             return MISSING
         return comparable(datum)
 
-    def _equals(self, name: str, values: list) -> tuple[sql.Composable, list]:
+    def _equals(
+        self, name: str, values: list, typed=None, negated: bool = False
+    ) -> tuple[sql.Composable, list]:
+        """Objects whose value is one of ``values``: on the typed column
+        ``typed`` when every value fits it (``negated``: the clause will be
+        negated, so it must not be NULL where the column is)."""
+        if typed is not None and all(_fits(self.column_kind, v) for v in values):
+            clause = typed + sql.SQL(f" = ANY(%s::{_ARRAY_OF[self.column_kind]})")
+            if negated:
+                clause = sql.SQL("COALESCE({}, FALSE)").format(clause)
+            return clause, [list(values)]
         return json_key(name) + sql.SQL(" = ANY(%s)"), [[Jsonb(v) for v in values]]
 
     def where(self, index, query, context):
         name = index.getId()
+        typed = context.column(name, self.column_kind)
         # ZCatalog skips None: it has no order among indexed values.
         keys = [self.convert(index, key) for key in query.keys if key is not None]
         not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
-            return _not_only(name, self._equals(name, not_keys), context)
+            return _not_only(name, self._equals(name, not_keys, typed), context)
         range_spec = query.get("range")
         if range_spec:
-            clause, params = _range_clause(name, keys, range_spec)
+            fits = all(_fits(self.column_kind, key) for key in keys)
+            clause, params = _range_clause(
+                name, keys, range_spec, typed if fits else None
+            )
         elif not keys:
             return None
         elif query.operator == "and" and len(set(map(repr, keys))) > 1:
             # One value per object: no object equals two different values.
             return sql.SQL("FALSE"), []
         else:
-            clause, params = self._equals(name, keys)
+            clause, params = self._equals(name, keys, typed)
         if not_keys:
-            excluded, values = self._equals(name, not_keys)
+            excluded, values = self._equals(name, not_keys, typed, negated=True)
             clause = sql.SQL("{} AND NOT {}").format(clause, excluded)
             params = [*params, *values]
         return clause, params
 
-    def sort_expressions(self, index):
+    def sort_expressions(self, index, context=None):
         name = index.getId()
+        typed = context.column(name, self.column_kind) if context else None
+        if typed is not None:
+            # Strings by the column; other values (numbers) by ``idx``,
+            # read only where the column has no value.
+            other = sql.SQL("(CASE WHEN {} IS NULL THEN {} END)").format(
+                typed, json_key(name)
+            )
+            return [other, typed]
         # Values of one index share one JSON type (ZCatalog's BTrees cannot
         # mix them).  Numbers order by the JSONB value; strings by the
         # second key, by code point.
@@ -242,15 +300,19 @@ class FieldTranslator:
 
 
 class _NumbersOnly:
-    """An index whose values are all ints: sorted on the JSONB value alone,
-    the expression of its B-tree index, which can then give the order."""
+    """An index whose values are all ints: sorted on its typed column, or
+    on the JSONB value alone, the expression of its B-tree index, which
+    can then give the order."""
+
+    column_kind = "integer"
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         # Numbers only: no string ranges (FieldTranslator.sql_indexes).
         return [("i", "btree", json_key(index_name), None)]
 
-    def sort_expressions(self, index):
-        return [json_key(index.getId())]
+    def sort_expressions(self, index, context=None):
+        typed = context.column(index.getId(), self.column_kind) if context else None
+        return [typed if typed is not None else json_key(index.getId())]
 
 
 @implementer(IIndexTranslator)
@@ -272,6 +334,8 @@ class DateTranslator(_NumbersOnly, FieldTranslator):
 class BooleanTranslator(FieldTranslator):
     """BooleanIndex: true or false; a missing attribute is false."""
 
+    column_kind = "boolean"
+
     def sql_indexes(self, index_name: str) -> list[tuple]:
         return [("i", "btree", json_key(index_name), None)]
 
@@ -292,12 +356,24 @@ class BooleanTranslator(FieldTranslator):
         # BooleanIndex answers with its first value only (Python truth).
         if not query.keys:
             return None
+        typed = context.column(index.getId(), self.column_kind)
+        if typed is not None:
+            return typed + sql.SQL(" = %s"), [bool(query.keys[0])]
         return json_key(index.getId()) + sql.SQL(" = %s"), [Jsonb(bool(query.keys[0]))]
+
+    def sort_expressions(self, index, context=None):
+        typed = context.column(index.getId(), self.column_kind) if context else None
+        if typed is not None:
+            return [typed]
+        return FieldTranslator.sort_expressions(self, index)
 
 
 @implementer(IIndexTranslator)
 class KeywordTranslator:
-    """KeywordIndex: a JSON array of the object's unique keywords."""
+    """KeywordIndex: a JSON array of the object's unique keywords; the
+    string keywords also in a typed column (``text[]``)."""
+
+    column_kind = "keywords"
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         """GIN serves containment and key existence (``@>``, ``?|``) on the
@@ -313,8 +389,11 @@ class KeywordTranslator:
         return sorted({comparable(k) for k in keywords}, key=repr)
 
     @staticmethod
-    def _overlaps(name: str, keys: list, all_of: bool = False):
+    def _overlaps(name: str, keys: list, all_of: bool = False, typed=None):
         """Objects whose keywords include any (or all) of ``keys``."""
+        if typed is not None and all(isinstance(key, str) for key in keys):
+            operator = " @> %s::text[]" if all_of else " && %s::text[]"
+            return typed + sql.SQL(operator), [list(keys)]
         if all(isinstance(key, str) for key in keys):
             operator = sql.SQL(" ?& %s") if all_of else sql.SQL(" ?| %s")
             return json_key(name) + operator, [keys]
@@ -372,10 +451,11 @@ class KeywordTranslator:
 
     def where(self, index, query, context):
         name = index.getId()
+        typed = context.column(name, self.column_kind)
         keys = [self.convert(index, key) for key in query.keys if key is not None]
         not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
-            return _not_only(name, self._overlaps(name, not_keys), context)
+            return _not_only(name, self._overlaps(name, not_keys, typed=typed), context)
         all_of = query.operator == "and"
         range_spec = query.get("range")
         if range_spec:
@@ -383,14 +463,14 @@ class KeywordTranslator:
         elif not keys:
             return None
         else:
-            clause, params = self._overlaps(name, keys, all_of)
+            clause, params = self._overlaps(name, keys, all_of, typed)
         if not_keys:
-            excluded, values = self._overlaps(name, not_keys)
+            excluded, values = self._overlaps(name, not_keys, typed=typed)
             clause = sql.SQL("{} AND NOT COALESCE({}, FALSE)").format(clause, excluded)
             params = [*params, *values]
         return clause, params
 
-    def sort_expressions(self, index):
+    def sort_expressions(self, index, context=None):
         return None
 
 
@@ -413,8 +493,11 @@ class UUIDTranslator(FieldTranslator):
 class DateRangeTranslator:
     """DateRangeIndex (``effectiveRange``): ``[since, until]`` in minutes.
 
-    ``null`` stands for an open end, as ``None`` does in ZCatalog.
+    ``null`` stands for an open end, as ``None`` does in ZCatalog.  The
+    typed column holds it as an ``int8range``.
     """
+
+    column_kind = "range"
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         # A range test reads both bounds of each row; no SQL index serves it.
@@ -452,6 +535,13 @@ class DateRangeTranslator:
             # Outside the index's floor and ceiling: ZCatalog's bounds are
             # open then, so every object with a range matches.
             return json_key(name) + sql.SQL(" IS NOT NULL"), []
+        typed = context.column(name, self.column_kind)
+        if typed is not None and _fits("integer", moment):
+            if context.preceded:
+                clause = sql.SQL("({c} IS NULL OR {c} @> %s::bigint)")
+            else:
+                clause = sql.SQL("{c} @> %s::bigint")
+            return clause.format(c=typed), [moment]
         clause = sql.SQL(
             "(({k} -> 0) = 'null'::jsonb OR ({k} -> 0) <= %s)"
             " AND (({k} -> 1) = 'null'::jsonb OR ({k} -> 1) >= %s)"
@@ -464,7 +554,7 @@ class DateRangeTranslator:
             clause = sql.SQL("({} IS NOT NULL AND {})").format(json_key(name), clause)
         return clause, [Jsonb(moment), Jsonb(moment)]
 
-    def sort_expressions(self, index):
+    def sort_expressions(self, index, context=None):
         return None
 
 
@@ -480,6 +570,8 @@ class TextTranslator:
     (Title, Description) are stored as words in ``idx`` and matched
     exactly, as ZCatalog's lexicon matches them.
     """
+
+    column_kind = None
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         """GIN on the words matched with ``to_tsvector('simple', ...)``
@@ -609,7 +701,7 @@ class TextTranslator:
         )
         return rank, params
 
-    def sort_expressions(self, index):
+    def sort_expressions(self, index, context=None):
         return None
 
 
@@ -639,7 +731,10 @@ class RecurringDateTranslator(KeywordTranslator):
     Stored as a sorted JSON array.  DateRecurringIndex is a UnIndex with
     one entry per occurrence, so it is queried like a keyword index whose
     keywords are the occurrences (values, ranges, ``not``, ``and``).
+    Occurrences are ints: no typed column (``text[]`` holds strings).
     """
+
+    column_kind = None
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         """GIN on the occurrences (queried with ``@>``), and, as they are
@@ -717,7 +812,7 @@ class RecurringDateTranslator(KeywordTranslator):
         # default (``query._has_key``).
         return json_key(index.getId()) + sql.SQL(" IS NOT NULL")
 
-    def sort_expressions(self, index):
+    def sort_expressions(self, index, context=None):
         # ZCatalog sorts on the tuple of occurrences: the first one, then
         # the others, as Python compares tuples (PostgreSQL arrays too).
         key = json_key(index.getId())

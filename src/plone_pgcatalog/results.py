@@ -35,11 +35,15 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
     ``searchResults`` gives them (without the security terms the tool adds)."""
     pending = current_pending()
     overlay = pending.overlay() if pending else Overlay()
+    with connection.reading(catalog):
+        # The typed columns the request's snapshot has ready: read with
+        # its first catalog statement, once per transaction.
+        columns = connection.ready_columns(catalog)
     plan = build_query(
         query,
         catalog.getIndexDefinitions(),
         catalog.site_path(),
-        QueryContext(text_configs=text_configs(query)),
+        QueryContext(text_configs=text_configs(query), columns=columns),
         overlay,
         match_all=match_all,
     )

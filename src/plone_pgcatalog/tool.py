@@ -48,6 +48,7 @@ from plone_pgcatalog.pending import pending_changes
 from plone_pgcatalog.results import search_results
 from plone_pgcatalog.results import site_languages
 from plone_pgcatalog.store import connection
+from plone_pgcatalog.store import ddl
 from plone_pgcatalog.store import processor
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import search
@@ -198,36 +199,55 @@ class PGCatalogTool(UniqueObject, Folder):
         return connection._storage_instance(self)._main
 
     def _defer_index_ddl(self, name: str, meta_type: str) -> None:
-        """Create the SQL indexes of a catalog index at the next commit."""
-        self._defer_ddl(schema.index_ddl(name, meta_type), f"index {name}")
+        """Create the typed column or SQL indexes of a catalog index when
+        the next transaction begins (``schema.create_index``)."""
+        self._defer_change(
+            lambda conn: schema.create_index(conn, name, meta_type, ddl.LOCK_TIMEOUT),
+            f"index {name}",
+            schema.index_version(name, meta_type),
+        )
 
     def _defer_index_drop(self, name: str, meta_type: str) -> None:
-        """Drop the SQL indexes of a deleted catalog index at the next commit.
+        """Drop the typed column and SQL indexes of a deleted catalog index
+        when the next transaction begins.
 
         The values stay in ``idx`` until objects are cataloged again; no
         query reads them, as no index definition names them.
         """
         # The same source as the creation: zodb-pgjsonb remembers the last
         # version per source, so adding the index again creates it again.
-        self._defer_ddl(schema.drop_index_ddl(name, meta_type), f"index {name}")
+        self._defer_change(
+            lambda conn: schema.drop_index(conn, name, meta_type, ddl.LOCK_TIMEOUT),
+            f"index {name}",
+            "drop " + schema.index_version(name, meta_type),
+        )
 
-    def _defer_ddl(self, ddl, label: str) -> None:
-        """Run ``ddl`` when the next write transaction begins.
+    def _defer_ddl(self, statement, label: str) -> None:
+        """Run the statement ``statement`` when the next transaction begins."""
+        if statement is not None:
+            self._defer_change(
+                lambda conn: conn.execute(statement), label, statement.as_string()
+            )
+
+    def _defer_change(self, change, label: str, version: str) -> None:
+        """Run ``change(conn)`` on an autocommit connection when the next
+        transaction of this process begins.
 
         DDL cannot run inside this request's read snapshot; zodb-pgjsonb
-        runs deferred actions at the start of the next write transaction,
-        once per version: the DDL's text, so a new version of it runs again.
+        runs deferred actions at the start of the next transaction, once
+        per version (here a digest of ``version``, the change as text), so
+        a new version of it runs again.
         """
-        if ddl is None or self._p_jar is None and aq_parent(self) is None:
+        if self._p_jar is None and aq_parent(self) is None:
             return
         storage = self._storage()
         processor.register(storage)
         SchemaChange(
             storage,
             label,
-            lambda conn: conn.execute(ddl),
+            change,
             remedy="run the catalog's ensure_sql_indexes() again",
-            version=hashlib.sha1(ddl.as_string().encode()).hexdigest(),
+            version=hashlib.sha1(version.encode()).hexdigest(),
         ).queue()
 
     @security.private

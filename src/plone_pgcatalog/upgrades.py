@@ -119,3 +119,52 @@ def _to_own_table(conn, indexes) -> None:
     created = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
     if created:
         logger.info("plone_pgcatalog 5: SQL indexes created: %s", ", ".join(created))
+
+
+def to_6(setup_tool) -> None:
+    """5 -> 6: the hot indexes become typed columns of the catalog's table
+    (``store.columns``): FieldIndex and UUIDIndex strings as ``text``,
+    KeywordIndex as ``text[]``, BooleanIndex, DateIndex and positions,
+    effectiveRange as ``int8range``, each with its SQL index; the
+    expression indexes on ``idx`` they replace are dropped.
+
+    Online: after this step's commit, in its own connection, each column is
+    added (no rewrite of the table), kept current by a trigger, filled from
+    ``idx`` in batches (writers wait for one batch at most, readers never),
+    indexed, then used by searches from the next request on.  Until a
+    column is ready, searches read ``idx`` as before.  Nothing is cataloged
+    again: every column is derived from the stored ``idx``.
+    """
+    site = aq_parent(aq_inner(setup_tool))
+    catalog = getToolByName(site, "portal_catalog")
+    if not IPGCatalogTool.providedBy(catalog):
+        return
+    indexes = [
+        (name, index.meta_type) for name, index in catalog.getIndexDefinitions().items()
+    ]
+    setuphandlers.change_schema_after_commit(
+        site,
+        "typed columns",
+        partial(_typed_columns, indexes=indexes),
+        "run the upgrade step 5 to 6 again: it goes on where it stopped",
+    )
+
+
+def _typed_columns(conn, indexes) -> None:
+    with conn.cursor() as cur:
+        if schema._relkind(cur, schema.TABLE) != "r":
+            # Still schema 4: the upgrade to 5 makes the columns once it
+            # has switched to the table (``_to_own_table``).
+            logger.info("plone_pgcatalog 6: typed columns come with the table")
+            return
+    created = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
+    with conn.cursor() as cur:
+        cur.execute(
+            "UPDATE pgcatalog_state SET value = %s WHERE key = 'schema_version'"
+            " AND value < %s",
+            (schema.SCHEMA_VERSION, schema.SCHEMA_VERSION),
+        )
+    logger.info(
+        "plone_pgcatalog 6: typed columns and SQL indexes made: %s",
+        ", ".join(created) or "none missing",
+    )

@@ -162,10 +162,11 @@ def _add_and_use(tmp_path):
 def test_catalog_xml_adds_indexes_and_a_column_as_on_zcatalog(tmp_path):
     pg = collect_in("pg", _add_and_use(tmp_path / "pg"))
     zc = collect_in("zcatalog", _add_and_use(tmp_path / "zc"))
-    # The SQL indexes exist once the import's transaction has committed.
+    # The typed columns and their SQL indexes exist once the import's
+    # transaction has committed.
     sql_indexes = pg.pop("sql indexes")
-    assert sql_index_name("pgc_color") in sql_indexes
-    assert sql_index_name("pgc_tags") in sql_indexes
+    assert sql_index_name("pgc_color", "c") in sql_indexes
+    assert sql_index_name("pgc_tags", "c") in sql_indexes
     assert pg == zc
     # What both give, spelled out: as stock Plone, an index added by
     # catalog.xml is empty until it is reindexed.

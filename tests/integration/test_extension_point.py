@@ -107,7 +107,7 @@ def test_deleting_an_index_drops_its_sql_indexes_and_adding_it_creates_them(pg_l
 
     portal = pg_layer["portal"]
     catalog = portal.portal_catalog
-    name = schema.sql_index_name("portal_type")
+    name = schema.sql_index_name("portal_type", "c")  # its typed column's
 
     def exists():
         with ddl_connection(catalog) as conn:
@@ -126,7 +126,7 @@ def test_deleting_an_index_drops_its_sql_indexes_and_adding_it_creates_them(pg_l
     finally:
         # Tests share the database's DDL (each restores rows only).
         with ddl_connection(catalog) as conn:
-            conn.execute(schema.index_ddl("portal_type", "FieldIndex"))
+            schema.create_index(conn, "portal_type", "FieldIndex", "30s")
 
 
 def test_deleting_an_unknown_index_raises_catalog_error(pg_layer):

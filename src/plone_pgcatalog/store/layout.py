@@ -22,6 +22,8 @@ from __future__ import annotations
 from psycopg import sql
 
 import functools
+import hashlib
+import re
 
 # Constant names, composed as plain SQL so that statements read (and are
 # prepared) as they are written.
@@ -78,6 +80,24 @@ def words(index_name: str) -> sql.SQL:
     return sql.SQL(f"to_tsvector('simple'::regconfig, {value})")
 
 
+@functools.lru_cache(maxsize=4096)
+def column(index_name: str) -> sql.SQL:
+    """The typed column of an index (``store.columns``), quoted."""
+    return sql.SQL(sql.Identifier(index_name).as_string(None))
+
+
 def has_key(index_name: str) -> sql.SQL:
     """Rows with a value in index ``index_name`` (JSON ``null`` counts)."""
     return sql.SQL(f"idx ? {_quoted(index_name)}")
+
+
+def sql_index_name(index_name: str, kind: str = "i") -> str:
+    """A valid, unique PostgreSQL name for a catalog index's SQL objects.
+
+    ``kind`` tells the objects of one catalog index apart: ``i`` its main
+    index (the name tests and EXPLAIN output look for), other letters the
+    helper indexes and ``s...`` the statistics objects.
+    """
+    safe = re.sub(r"[^a-z0-9_]", "_", index_name.lower())[:40]
+    digest = hashlib.sha1(index_name.encode("utf-8")).hexdigest()[:8]
+    return f"pgcatalog_{kind}_{safe}_{digest}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.store.columns import derived_columns
 from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import TABLE
@@ -61,14 +62,21 @@ class Overlay:
             or self.relocations
         )
 
-    def source(self) -> tuple[sql.Composable, tuple]:
+    def source(self, columns: dict | None = None) -> tuple[sql.Composable, tuple]:
         """A row source standing in for ``TABLE``, named ``ROWS``.
 
         Stored rows, minus those this transaction changed or removed, plus
         the pending rows, decoded from one JSON parameter.  PostgreSQL
         pushes the query's conditions into both branches, so the stored
-        branch still uses the catalog's indexes.
+        branch still uses the catalog's indexes.  ``columns`` (``{name:
+        kind}``) are the typed columns the query may read: the stored
+        branch reads them as stored, the others derive them from their
+        ``idx`` as the table's trigger does (``store.columns``).
         """
+        columns = columns or {}
+        typed = sql.SQL("").join(
+            sql.SQL(", ") + sql.Identifier(name) for name in sorted(columns)
+        )
         gone = [sql.SQL("NOT path = ANY(%s)")]
         gone_params: list = [list(self.removed_paths)]
         for root in self.cleared_subtrees:
@@ -92,14 +100,18 @@ class Overlay:
             )
             hidden.append(sql.SQL(keep).format(clause, OBJECTS, TABLE))
             hidden_params += [*values, kept, since]
-        columns = (
+        stored_rows = sql.SQL(
             "SELECT zoid, path, parent_path, path_depth, {} AS idx, searchable_text"
+            "{} FROM {} WHERE {}{}"
         )
-        stored_rows = sql.SQL(columns + " FROM {} WHERE {}{}")
         if not self.reordered:
             branches = [
                 stored_rows.format(
-                    sql.SQL("idx"), TABLE, sql.SQL(" AND ").join(hidden), sql.SQL("")
+                    sql.SQL("idx"),
+                    typed,
+                    TABLE,
+                    sql.SQL(" AND ").join(hidden),
+                    sql.SQL(""),
                 )
             ]
             params = list(hidden_params)
@@ -109,15 +121,20 @@ class Overlay:
             branches = [
                 stored_rows.format(
                     sql.SQL("idx"),
+                    typed,
                     TABLE,
                     sql.SQL(" AND ").join(hidden),
                     sql.SQL(" AND NOT parent_path = ANY(%s)"),
                 ),
-                stored_rows.format(
-                    sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
-                    TABLE,
-                    sql.SQL(" AND ").join(hidden),
-                    sql.SQL(" AND parent_path = ANY(%s)"),
+                _derived(
+                    stored_rows.format(
+                        sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
+                        sql.SQL(""),
+                        TABLE,
+                        sql.SQL(" AND ").join(hidden),
+                        sql.SQL(" AND parent_path = ANY(%s)"),
+                    ),
+                    columns,
                 ),
             ]
             reordered = list(self.reordered)
@@ -138,20 +155,23 @@ class Overlay:
         if self.patches:
             # Partial reindexes: stored rows with the new values merged in.
             branches.append(
-                sql.SQL(
-                    "SELECT o.zoid, o.path, o.parent_path, o.path_depth,"
-                    " (o.idx - p.removed) || p.vals AS idx,"
-                    " CASE WHEN p.text_given THEN {vector}"
-                    " ELSE o.searchable_text END"
-                    " FROM {table} AS o JOIN jsonb_to_recordset(%s) AS"
-                    " {patch_columns} ON p.zoid = o.zoid"
-                    " WHERE {unmoved} AND {gone}"
-                ).format(
-                    table=TABLE,
-                    vector=patch_vector,
-                    patch_columns=sql.SQL(patch_columns),
-                    unmoved=unmoved,
-                    gone=sql.SQL(" AND ").join(gone),
+                _derived(
+                    sql.SQL(
+                        "SELECT o.zoid, o.path, o.parent_path, o.path_depth,"
+                        " (o.idx - p.removed) || p.vals AS idx,"
+                        " CASE WHEN p.text_given THEN {vector}"
+                        " ELSE o.searchable_text END"
+                        " FROM {table} AS o JOIN jsonb_to_recordset(%s) AS"
+                        " {patch_columns} ON p.zoid = o.zoid"
+                        " WHERE {unmoved} AND {gone}"
+                    ).format(
+                        table=TABLE,
+                        vector=patch_vector,
+                        patch_columns=sql.SQL(patch_columns),
+                        unmoved=unmoved,
+                        gone=sql.SQL(" AND ").join(gone),
+                    ),
+                    columns,
                 )
             )
             params += [Jsonb(list(self.patches)), *unmoved_params, *gone_params]
@@ -160,22 +180,25 @@ class Overlay:
             # partial reindexes and new positions merged in.
             moved, moved_params = relocated_rows(self.relocations)
             branches.append(
-                sql.SQL(
-                    "SELECT m.zoid, m.path, m.parent_path, m.path_depth,"
-                    " (CASE WHEN p.zoid IS NULL THEN m.idx"
-                    " ELSE (m.idx - p.removed) || p.vals END)"
-                    " || COALESCE(%s::jsonb -> m.path, '{{}}'::jsonb) AS idx,"
-                    " CASE WHEN p.text_given THEN {vector}"
-                    " ELSE m.searchable_text END"
-                    " FROM ({moved}) AS m LEFT JOIN jsonb_to_recordset(%s) AS"
-                    " {patch_columns} ON p.zoid = m.zoid"
-                    " WHERE NOT m.zoid = ANY(%s::bigint[]) AND {gone}"
-                ).format(
-                    vector=patch_vector,
-                    moved=moved,
-                    patch_columns=sql.SQL(patch_columns),
-                    # ``path`` is the moved row's: the patches have none.
-                    gone=sql.SQL(" AND ").join(gone),
+                _derived(
+                    sql.SQL(
+                        "SELECT m.zoid, m.path, m.parent_path, m.path_depth,"
+                        " (CASE WHEN p.zoid IS NULL THEN m.idx"
+                        " ELSE (m.idx - p.removed) || p.vals END)"
+                        " || COALESCE(%s::jsonb -> m.path, '{{}}'::jsonb) AS idx,"
+                        " CASE WHEN p.text_given THEN {vector}"
+                        " ELSE m.searchable_text END"
+                        " FROM ({moved}) AS m LEFT JOIN jsonb_to_recordset(%s) AS"
+                        " {patch_columns} ON p.zoid = m.zoid"
+                        " WHERE NOT m.zoid = ANY(%s::bigint[]) AND {gone}"
+                    ).format(
+                        vector=patch_vector,
+                        moved=moved,
+                        patch_columns=sql.SQL(patch_columns),
+                        # ``path`` is the moved row's: the patches have none.
+                        gone=sql.SQL(" AND ").join(gone),
+                    ),
+                    columns,
                 )
             )
             params += [
@@ -198,6 +221,19 @@ class Overlay:
         )
         params.append(Jsonb(list(self.rows)))
         source = sql.SQL("({}) AS {}").format(
-            sql.SQL(" UNION ALL ").join([*branches, pending]), ROWS
+            sql.SQL(" UNION ALL ").join([*branches, _derived(pending, columns)]),
+            ROWS,
         )
         return source, tuple(params)
+
+
+def _derived(rows: sql.Composable, columns: dict) -> sql.Composable:
+    """``rows`` (the table's columns without the typed ones) with the typed
+    ``columns`` derived from their ``idx``."""
+    if not columns:
+        return rows
+    return sql.SQL(
+        "SELECT b.zoid, b.path, b.parent_path, b.path_depth, b.idx,"
+        " b.searchable_text, {} FROM ({}) AS"
+        " b(zoid, path, parent_path, path_depth, idx, searchable_text)"
+    ).format(sql.SQL(", ").join(derived_columns(columns, sql.SQL("b.idx"))), rows)

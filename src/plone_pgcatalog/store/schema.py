@@ -18,10 +18,7 @@ CASCADE``: pack, undo and removal leave no orphan row; ZODB writes of
 objects that are not cataloged touch nothing of the catalog).  Every row
 is a catalog row: PostgreSQL's statistics of its columns and index
 expressions count cataloged objects only, and no index needs a predicate.
-A row of a Plone page is about 3.7 KB (``idx`` 2.5 KB, most of it
-``object_provides``; ``meta`` 1 KB): one or two rows a page, as on
-``object_state``; typed columns are what makes rows narrow.  Several sites
-share the table, told apart by their paths.
+Several sites share the table, told apart by their paths.
 
 Schemas 1-4 kept the same columns on ``object_state`` itself.  On such a
 database ``BASE_DDL`` makes ``pgcatalog_objects`` a view over them, with
@@ -30,12 +27,18 @@ columns, so that this version reads and writes as before until the
 upgrade step 4 -> 5 (``store.upgrade5``) has built the table beside and
 switched to it.
 
-``idx`` is read by every condition its SQL indexes do not answer exactly
-(a filter on the heap row), several times per row: it stays in the row
-(storage MAIN), compressed only when the row would not fit otherwise (with
-lz4 where the server has it), and the table keeps rows of up to 4 KB whole
-(``toast_tuple_target``).  ``meta`` is read only for the brains a page
-shows.
+Rows are narrow (schema 6): the hot indexes are typed columns
+(``store.columns``) that searches test in the row, and the wide values go
+out of line into the table's TOAST table, compressed (lz4 where the server
+has it): ``idx`` (read by the conditions typed columns do not serve),
+``meta`` (read only for the brains a page shows), ``searchable_text``
+(read to rank full-text matches) and the longest typed values
+(``object_provides``).  ``toast_tuple_target`` of 512 bytes: the values
+are moved out, biggest first, until the row fits; a Plone page's row is
+about 300 bytes, 17 a page (1 a page with ``idx`` in the row, schemas
+3-5).  Set again by every application of ``BASE_DDL``: rows written
+before take the form when they are next written (the fill of the typed
+columns by the upgrade to 6 writes them all).
 
 ``meta`` is ``json``, not ``jsonb``: it is only ever read whole, by brains,
 and ``json`` is sent as it is stored, where ``jsonb`` is printed back to
@@ -50,11 +53,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.store import columns
+from plone_pgcatalog.store.layout import sql_index_name
 from psycopg import sql
 
-import hashlib
 import psycopg
-import re
 
 #: Bumped with every change of the DDL below or of the stored forms; the
 #: GenericSetup profile version follows it (``upgrades.py``).
@@ -64,7 +67,9 @@ import re
 #: lz4 where the server has it); rows are rewritten to take the new form.
 #: 4: ``meta`` is ``json`` (``meta_to_json``, run by the upgrade step).
 #: 5: the catalog's own table, ``pgcatalog_objects`` (``store.upgrade5``).
-SCHEMA_VERSION = 5
+#: 6: typed columns for the hot indexes (``store.columns``), added and
+#: filled online by the upgrade step; their expression indexes go.
+SCHEMA_VERSION = 6
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
@@ -83,8 +88,9 @@ CREATE TABLE IF NOT EXISTS {table} (
     idx jsonb,
     meta json,
     searchable_text tsvector
-) WITH (toast_tuple_target = 4080);
-ALTER TABLE {table} ALTER COLUMN idx SET STORAGE MAIN,
+) WITH (toast_tuple_target = 512);
+ALTER TABLE {table} SET (toast_tuple_target = 512),
+    ALTER COLUMN idx SET STORAGE EXTENDED,
     ALTER COLUMN path SET STORAGE MAIN,
     ALTER COLUMN parent_path SET STORAGE MAIN;
 CREATE INDEX IF NOT EXISTS {prefix}path ON {table} (path);
@@ -148,7 +154,7 @@ CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
     value bigint NOT NULL
 );
-DO $pgcatalog_base$
+{columns.COLUMNS_DDL}DO $pgcatalog_base$
 DECLARE
     legacy boolean := EXISTS (
         SELECT 1 FROM pg_attribute WHERE attrelid = 'object_state'::regclass
@@ -192,18 +198,6 @@ BUMP_COUNTER = sql.SQL(
 )
 
 READ_COUNTER = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = 'counter'")
-
-
-def sql_index_name(index_name: str, kind: str = "i") -> str:
-    """A valid, unique PostgreSQL name for a catalog index's SQL objects.
-
-    ``kind`` tells the objects of one catalog index apart: ``i`` its main
-    index (the name tests and EXPLAIN output look for), other letters the
-    helper indexes and ``s...`` the statistics objects.
-    """
-    safe = re.sub(r"[^a-z0-9_]", "_", index_name.lower())[:40]
-    digest = hashlib.sha1(index_name.encode("utf-8")).hexdigest()[:8]
-    return f"pgcatalog_{kind}_{safe}_{digest}"
 
 
 def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
@@ -308,6 +302,79 @@ def drop_index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
     return sql.SQL("; ").join(statements)
 
 
+def column_kind(meta_type: str) -> str | None:
+    """The kind of typed column an index type's translator asks for
+    (``columns.KINDS``), or None."""
+    return getattr(get_translator(meta_type), "column_kind", None)
+
+
+def create_index(
+    conn: psycopg.Connection, index_name: str, meta_type: str, lock_timeout: str
+) -> str | None:
+    """Create what serves one catalog index: on the catalog's table, its
+    typed column where its type has one (``columns.add_column``: added,
+    filled in batches, indexed; the expression indexes of earlier versions
+    go), else the expression indexes of ``index_ddl``.  What it made:
+    "column", "indexes" or None.  ``conn`` is in autocommit mode.
+    """
+    kind = column_kind(meta_type)
+    with conn.cursor() as cur:
+        table = _relkind(cur, TABLE) == "r"
+    if kind is not None and table:
+        try:
+            made = columns.add_column(conn, index_name, kind, lock_timeout)
+        except psycopg.errors.LockNotAvailable:
+            # Adding a column waits for every transaction that has read the
+            # table (an exclusive lock; an index needs none against
+            # readers).  Meanwhile the expression indexes serve the index;
+            # the column comes with the next try (zodb-pgjsonb tries a
+            # failed change again at the next start-up).
+            statement = index_ddl(index_name, meta_type)
+            if statement is not None:
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+                    cur.execute(statement)
+            raise
+        if made:
+            drop = drop_index_ddl(index_name, meta_type)
+            if drop is not None:
+                with conn.transaction(), conn.cursor() as cur:
+                    cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+                    cur.execute(drop)
+            return "column"
+    statement = index_ddl(index_name, meta_type)
+    if statement is None:
+        return None
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+        cur.execute(statement)
+    return "indexes"
+
+
+def drop_index(
+    conn: psycopg.Connection, index_name: str, meta_type: str, lock_timeout: str
+) -> None:
+    """Take away what ``create_index`` made for a deleted catalog index."""
+    statement = drop_index_ddl(index_name, meta_type)
+    if statement is not None:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+            cur.execute(statement)
+    if column_kind(meta_type) is not None:
+        with conn.cursor() as cur:
+            table = _relkind(cur, TABLE) == "r"
+        if table:
+            columns.drop_column(conn, index_name, lock_timeout)
+
+
+def index_version(index_name: str, meta_type: str) -> str:
+    """What ``create_index`` makes for one catalog index, as text: the
+    version of its deferred DDL (zodb-pgjsonb runs each version once)."""
+    statement = index_ddl(index_name, meta_type)
+    text = statement.as_string(None) if statement is not None else ""
+    return f"column {column_kind(meta_type)}; {text}"
+
+
 # -- the whole schema, put back and taken away ----------------------------------
 
 #: The start of the name of every SQL object of the catalog: its tables,
@@ -318,7 +385,7 @@ NAME_PREFIX = "pgcatalog_"
 STATE_TABLE = "pgcatalog_state"
 
 #: zodb-pgjsonb remembers in this table the version of each deferred DDL
-#: it applied, by source; ``PGCatalogTool._defer_ddl`` names its sources
+#: it applied, by source; ``PGCatalogTool._defer_change`` names its sources
 #: ``plone_pgcatalog <label>``.  A schema taken away forgets them, or the
 #: SQL index of a catalog index installed again would never be created.
 #: The processor's record (``CatalogStateProcessor``: ``BASE_DDL``, queued
@@ -354,6 +421,9 @@ _OWN_STATISTICS = sql.SQL(
 _DROP_STATE_TABLE = sql.SQL("DROP TABLE IF EXISTS {}").format(
     sql.Identifier(STATE_TABLE)
 )
+_DROP_COLUMNS_TABLE = sql.SQL(
+    "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}()"
+).format(sql.Identifier(columns.COLUMNS_TABLE), sql.Identifier(columns.TRIGGER))
 _FORGET_VERSIONS = sql.SQL("DELETE FROM {} WHERE starts_with(source, %s)").format(
     sql.Identifier(SCHEMA_STATE_TABLE)
 )
@@ -509,14 +579,15 @@ def drop_schema(conn: psycopg.Connection, lock_timeout: str) -> SchemaDrop:
         cur.execute(
             sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(BUILD_TABLE))
         )
-        indexes, statistics, columns = drop_legacy(cur)
+        indexes, statistics, dropped_columns = drop_legacy(cur)
         state_table = _exists(cur, STATE_TABLE)
         cur.execute(_DROP_STATE_TABLE)
+        cur.execute(_DROP_COLUMNS_TABLE)
         if _exists(cur, SCHEMA_STATE_TABLE):
             cur.execute(_FORGET_VERSIONS, (DDL_SOURCE_PREFIX,))
     return SchemaDrop(
         table=kind is not None,
-        columns=tuple(columns),
+        columns=tuple(dropped_columns),
         indexes=tuple(sorted(table_indexes | set(indexes))),
         statistics=tuple(statistics),
         state_table=state_table,
@@ -549,23 +620,40 @@ def create_schema(
     """Put back what is missing of the schema: ``BASE_DDL`` in one
     transaction, then the SQL indexes of ``indexes`` (catalog index names
     and meta_types), each in its own (an index is built under a lock that
-    stops writers, not readers).  What it ran: "base", index names.
+    stops writers, not readers): their typed columns where they have one
+    (``create_index``).  What it ran: "base", index names.
 
     Looks first, without locks: on a complete schema it runs nothing.
     ``lock_timeout`` bounds each wait for a lock, as in ``drop_schema``;
     what is done stays done, a try again does the rest.  ``conn`` is in
     autocommit mode.
     """
+    ran = []
     with conn.cursor() as cur:
-        base = _exists(cur, TABLE) and _exists(cur, STATE_TABLE)
-        present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
-        present |= {name for _schema, name in _own_objects(cur, _OWN_STATISTICS)}
-    missing = [] if base else [("base", sql.SQL(BASE_DDL))]
-    for name, meta_type in indexes:
-        if not _index_object_names(name, meta_type) <= present:
-            missing.append((name, index_ddl(name, meta_type)))
-    for _name, statement in missing:
+        base = all(
+            _exists(cur, name) for name in (TABLE, STATE_TABLE, columns.COLUMNS_TABLE)
+        )
+    if not base:
         with conn.transaction(), conn.cursor() as cur:
             cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-            cur.execute(statement)
-    return [name for name, _statement in missing]
+            cur.execute(sql.SQL(BASE_DDL))
+        ran.append("base")
+    with conn.cursor() as cur:
+        present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
+        present |= {name for _schema, name in _own_objects(cur, _OWN_STATISTICS)}
+        table = _relkind(cur, TABLE) == "r"
+        typed = columns.registered(cur)
+    for name, meta_type in indexes:
+        kind = column_kind(meta_type)
+        indexed = _index_object_names(name, meta_type) <= present
+        if table and kind is not None and columns.column_name(name) is not None:
+            known = typed.get(name)
+            if known == (kind, True):
+                continue  # its column is ready
+            if known is not None and known[0] != kind and indexed:
+                continue  # another site's column of the name: ``idx``
+        elif indexed:
+            continue
+        if create_index(conn, name, meta_type, lock_timeout) is not None:
+            ran.append(name)
+    return ran

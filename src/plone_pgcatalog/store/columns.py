@@ -1,0 +1,427 @@
+"""Typed columns: the hot catalog indexes as plain columns of the table.
+
+Owns: which kinds of typed column there are (``KINDS``), how each one's
+value is derived from the index's value in ``idx`` (one SQL expression,
+used by the trigger that keeps the column current, by the batch fill and
+by the read-your-writes overlay alike), the registry of columns in the
+database (``pgcatalog_columns``: name, kind, ready), and adding and
+dropping a column online.
+
+A translator that declares ``column_kind`` gets a column named as its
+catalog index, of that kind, where the layout allows one (``column_name``).
+The column is always derived from ``idx`` in SQL: ``idx`` stays the stored
+truth (add-on index types, values of other types than the column's, the
+index views of ``indexes.py``), and the column can never disagree with it:
+
+- a ``BEFORE INSERT OR UPDATE OF idx`` trigger sets every column from the
+  row's new ``idx`` (``trigger_ddl``, regenerated from the registry table
+  whenever a column comes or goes);
+- rows written before the column existed get it by a fill in batches of
+  ``FILL_BATCH`` rows, each its own short transaction, while the site
+  runs (``add_column``); writers wait for one batch at most;
+- a column is kept in the row (storage MAIN), unless its values are wide
+  (``WIDE``);
+- the column counts as ``ready`` once filled and indexed: only then do
+  searches use it (``READY``, read once per request in the request's
+  snapshot, so a search and the columns it uses agree).
+
+Dropping a column first marks it not ready (new requests stop using it),
+then drops it under an exclusive lock, which waits for the requests that
+read it as ready: they took the table's lock in the same statement
+(``READY``).
+
+Must not open connections: functions take an autocommit connection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from plone_pgcatalog.store import layout
+from psycopg import sql
+
+import logging
+import psycopg
+import time
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of typed column."""
+
+    name: str
+    #: the column's SQL type
+    sql_type: str
+    #: the SQL index method serving it, or None (a test no index speeds up)
+    method: str | None
+    #: SQL deriving the column from ``{v}``, the index's JSONB value; NULL
+    #: where the value has another type (queries then use ``idx``)
+    derive: str
+    #: of variable length (else fixed, always in the row)
+    varlena: bool = True
+
+
+def _integer(value: str) -> str:
+    # Integral numbers that fit a bigint; others stay in ``idx`` only.
+    return (
+        f"CASE WHEN jsonb_typeof({value}) = 'number'"
+        f" AND ({value})::numeric = trunc(({value})::numeric)"
+        f" AND abs(({value})::numeric) < 9223372036854775807"
+        f" THEN ({value})::numeric::bigint END"
+    )
+
+
+#: ``[since, until]`` in minutes, ``null`` an open end (DateRangeIndex):
+#: the closed range, or ``empty`` where since > until (ZCatalog never
+#: finds such an object: no moment lies in it).
+_RANGE = (
+    "CASE WHEN jsonb_typeof({v}) = 'array' THEN"
+    " CASE WHEN ({lo}) > ({hi}) THEN 'empty'::int8range"
+    " ELSE int8range({lo}, ({hi}) + 1) END END"
+)
+
+KINDS: dict[str, Kind] = {
+    # FieldIndex, UUIDIndex: strings, compared by code point as in Python.
+    "text": Kind(
+        "text",
+        'text COLLATE "C"',
+        "btree",
+        "CASE WHEN jsonb_typeof({v}) = 'string' THEN ({v} #>> '{{}}') COLLATE \"C\""
+        " END",
+    ),
+    # KeywordIndex: the object's string keywords.
+    "keywords": Kind(
+        "keywords",
+        "text[]",
+        "gin",
+        "CASE WHEN jsonb_typeof({v}) = 'array' THEN ARRAY(SELECT e #>> '{{}}'"
+        " FROM jsonb_array_elements({v}) AS e WHERE jsonb_typeof(e) = 'string')"
+        " END",
+    ),
+    "boolean": Kind(
+        "boolean",
+        "boolean",
+        "btree",
+        "CASE WHEN jsonb_typeof({v}) = 'boolean' THEN ({v})::boolean END",
+        varlena=False,
+    ),
+    # DateIndex (minutes), positions in a folder.
+    "integer": Kind("integer", "bigint", "btree", _integer("{v}"), varlena=False),
+    # DateRangeIndex (effectiveRange).  The upper end is stored as the
+    # next minute, exclusive; below the biggest bigint, so +1 fits.
+    "range": Kind(
+        "range",
+        "int8range",
+        None,
+        _RANGE.format(
+            v="{v}",
+            lo=_integer("({v} -> 0)"),
+            hi=_integer("({v} -> 1)").replace(
+                "9223372036854775807", "9223372036854775806"
+            ),
+        ),
+    ),
+}
+
+#: Columns of the table that an index's column must not be named as.
+BASE_COLUMNS = frozenset(
+    {"zoid", "path", "parent_path", "path_depth", "idx", "meta", "searchable_text"}
+)
+
+#: How long adding or dropping a column waits for its exclusive lock (it
+#: waits for every transaction that has read the table, and new readers
+#: wait behind it); a change that does not get it is tried again.
+EXCLUSIVE_LOCK_TIMEOUT = "1s"
+
+#: Rows each transaction of a fill updates.
+FILL_BATCH = 2000
+
+#: Typed values are kept in the row (storage MAIN: the table's TOAST
+#: settings move ``idx``, ``meta`` and ``searchable_text`` out first,
+#: ``schema.TABLE_DDL``), unless a column's values are this wide on
+#: average (bytes, as stored) when it is filled: then they go out too.
+WIDE = 256
+
+COLUMNS_TABLE = "pgcatalog_columns"
+
+#: The registry of typed columns (part of ``schema.BASE_DDL``).
+COLUMNS_DDL = """\
+CREATE TABLE IF NOT EXISTS pgcatalog_columns (
+    name  text PRIMARY KEY,
+    kind  text NOT NULL,
+    ready boolean NOT NULL DEFAULT false
+);
+"""
+
+TRIGGER = "pgcatalog_typed_columns"
+
+#: The typed columns a search may use, read once per request in its
+#: snapshot, after ``LOCK``: the table's lock, taken before, keeps a
+#: column's drop waiting until the request ends.
+LOCK = "LOCK TABLE pgcatalog_objects IN ACCESS SHARE MODE"
+READY = (
+    "SELECT c.name, c.kind FROM pgcatalog_columns AS c"
+    " JOIN pg_attribute AS a ON a.attrelid = 'pgcatalog_objects'::regclass"
+    " AND a.attname = c.name AND NOT a.attisdropped WHERE c.ready"
+)
+
+
+def column_name(index_name: str) -> str | None:
+    """The typed column of catalog index ``index_name``: its own name,
+    where that can be a column (not one of the table's own, at most 63
+    bytes: PostgreSQL's limit for a name), else None (``idx`` only)."""
+    if index_name in BASE_COLUMNS or not index_name:
+        return None
+    if len(index_name.encode("utf-8")) > 63 or "\x00" in index_name:
+        return None
+    return index_name
+
+
+def derive(kind: str, value: sql.Composable) -> sql.Composed:
+    """The typed value of ``kind`` computed from ``value`` (JSONB)."""
+    template = KINDS[kind].derive
+    # Each ``{v}`` is the same composed expression.
+    parts = template.split("{v}")
+    composed = [sql.SQL(parts[0].replace("{{}}", "{}"))]
+    for part in parts[1:]:
+        composed += [value, sql.SQL(part.replace("{{}}", "{}"))]
+    return sql.Composed(composed)
+
+
+def derived_columns(
+    columns: dict[str, str], idx: sql.Composable
+) -> list[sql.Composable]:
+    """``derive(...) AS "name"`` of each typed column, from ``idx``: the
+    columns of a row the overlay computes (``overlay.Overlay.source``)."""
+    return [
+        sql.SQL("{} AS {}").format(
+            derive(kind, sql.SQL("({} -> {})").format(idx, sql.Literal(name))),
+            sql.Identifier(name),
+        )
+        for name, kind in sorted(columns.items())
+    ]
+
+
+def sql_index_name(index_name: str) -> str:
+    """The name of the SQL index of a typed column."""
+    return layout.sql_index_name(index_name, "c")
+
+
+# -- the registry and the trigger ------------------------------------------------
+
+
+def registered(cur: psycopg.Cursor) -> dict[str, tuple[str, bool]]:
+    """``{name: (kind, ready)}`` of every typed column of the database.
+
+    Only the columns the table has: a table made again (an upgrade that
+    builds it beside, a schema put back) leaves registry rows behind,
+    which ``add_column`` replaces.
+    """
+    cur.execute(
+        "SELECT c.name, c.kind, c.ready FROM pgcatalog_columns AS c"
+        " JOIN pg_attribute AS a ON a.attrelid = to_regclass('pgcatalog_objects')"
+        " AND a.attname = c.name AND NOT a.attisdropped"
+    )
+    return {name: (kind, ready) for name, kind, ready in cur.fetchall()}
+
+
+def trigger_ddl(columns: dict[str, str]) -> sql.Composed:
+    """The trigger that derives every typed column of ``columns`` from a
+    written row's ``idx``: one ``SELECT ... INTO`` for all of them."""
+    if columns:
+        names = sorted(columns)
+        body = sql.SQL("SELECT {} INTO {};").format(
+            sql.SQL(", ").join(
+                derive(
+                    columns[name],
+                    sql.SQL("(NEW.idx -> {})").format(sql.Literal(name)),
+                )
+                for name in names
+            ),
+            sql.SQL(", ").join(
+                sql.SQL("NEW.") + sql.Identifier(name) for name in names
+            ),
+        )
+    else:
+        body = sql.SQL("")
+    function = sql.SQL(
+        "CREATE OR REPLACE FUNCTION {trigger}() RETURNS trigger"
+        " LANGUAGE plpgsql AS {source}"
+    ).format(
+        trigger=sql.Identifier(TRIGGER),
+        source=sql.Literal("BEGIN " + body.as_string(None) + " RETURN NEW; END"),
+    )
+    trigger = sql.SQL(
+        "CREATE OR REPLACE TRIGGER {trigger} BEFORE INSERT OR UPDATE OF idx"
+        " ON pgcatalog_objects FOR EACH ROW EXECUTE FUNCTION {trigger}()"
+    ).format(trigger=sql.Identifier(TRIGGER))
+    return sql.SQL("; ").join([function, trigger])
+
+
+def _set_lock_timeout(cur: psycopg.Cursor, lock_timeout: str) -> None:
+    cur.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
+
+
+def _rebuild_trigger(cur: psycopg.Cursor) -> None:
+    columns = {name: kind for name, (kind, _ready) in registered(cur).items()}
+    cur.execute(trigger_ddl(columns))
+
+
+# -- a column added and dropped online ---------------------------------------------
+
+
+def add_column(
+    conn: psycopg.Connection, index_name: str, kind: str, lock_timeout: str
+) -> bool:
+    """Give catalog index ``index_name`` its typed column of ``kind``,
+    filled and indexed, and mark it ready.  False when it cannot have one
+    (its name, or a column of another kind of that name: another site of
+    the database has an index of another type so named), True when the
+    column is ready.  Idempotent; a try that stops half-way (a lock not
+    got) goes on where it stopped when run again.
+    """
+    name = column_name(index_name)
+    if name is None:
+        return False
+    with conn.transaction(), conn.cursor() as cur:
+        # The exclusive lock of ADD COLUMN: new readers queue behind it
+        # while it waits, so it waits briefly, and is tried again.
+        _set_lock_timeout(cur, EXCLUSIVE_LOCK_TIMEOUT)
+        cur.execute("SELECT pg_advisory_xact_lock(0)")
+        known = registered(cur).get(name)
+        if known is not None and known[0] != kind:
+            logger.warning(
+                "plone_pgcatalog: index %r has no typed column here: the column"
+                " %r is of kind %r (another site's index), not %r",
+                index_name,
+                name,
+                known[0],
+                kind,
+            )
+            return False
+        if known is not None and known[1]:
+            return True
+        if known is None:
+            cur.execute(
+                sql.SQL(
+                    "ALTER TABLE pgcatalog_objects ADD COLUMN IF NOT EXISTS {} {}"
+                ).format(sql.Identifier(name), sql.SQL(KINDS[kind].sql_type))
+            )
+            if KINDS[kind].varlena:
+                cur.execute(
+                    sql.SQL(
+                        "ALTER TABLE pgcatalog_objects ALTER COLUMN {} SET STORAGE MAIN"
+                    ).format(sql.Identifier(name))
+                )
+            cur.execute(
+                "INSERT INTO pgcatalog_columns (name, kind) VALUES (%s, %s)"
+                " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
+                " ready = false",
+                (name, kind),
+            )
+            _rebuild_trigger(cur)
+    filled = _fill(conn, name, kind, lock_timeout)
+    method = KINDS[kind].method
+    with conn.transaction(), conn.cursor() as cur:
+        _set_lock_timeout(cur, lock_timeout)
+        cur.execute(
+            sql.SQL("SELECT avg(pg_column_size({})) FROM pgcatalog_objects").format(
+                sql.Identifier(name)
+            )
+        )
+        size = cur.fetchone()[0]
+        if KINDS[kind].varlena and size is not None and size > WIDE:
+            # Wide values (``object_provides``: some 60 interface names)
+            # go out of the row, so that rows stay narrow; GIN answers the
+            # queries on them without reading them.
+            cur.execute(
+                sql.SQL(
+                    "ALTER TABLE pgcatalog_objects ALTER COLUMN {}"
+                    " SET STORAGE EXTENDED"
+                ).format(sql.Identifier(name))
+            )
+        if method is not None:
+            cur.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {} ON pgcatalog_objects USING {} ({})"
+                ).format(
+                    sql.Identifier(sql_index_name(name)),
+                    sql.SQL(method),
+                    sql.Identifier(name),
+                )
+            )
+        cur.execute(
+            "UPDATE pgcatalog_columns SET ready = true WHERE name = %s", (name,)
+        )
+    logger.info(
+        "plone_pgcatalog: typed column %r (%s) ready, %d rows filled",
+        name,
+        kind,
+        filled,
+    )
+    return True
+
+
+def _fill(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) -> int:
+    """Set the column of the rows written before it existed, in batches in
+    zoid order (rows written since are set by the trigger).  Returns the
+    number of rows filled; logs progress every 10 seconds."""
+    column = sql.Identifier(name)
+    batch = sql.SQL(
+        "WITH batch AS (SELECT zoid FROM pgcatalog_objects WHERE zoid > %s"
+        " ORDER BY zoid LIMIT %s)"
+        " UPDATE pgcatalog_objects AS o SET {column} = {value} FROM batch"
+        " WHERE o.zoid = batch.zoid RETURNING o.zoid"
+    ).format(
+        column=column,
+        value=derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(name))),
+    )
+    last, filled = -1, 0
+    started = logged = time.monotonic()
+    while True:
+        with conn.transaction(), conn.cursor() as cur:
+            _set_lock_timeout(cur, lock_timeout)
+            cur.execute(batch, (last, FILL_BATCH))
+            zoids = [row[0] for row in cur.fetchall()]
+        if not zoids:
+            return filled
+        filled += len(zoids)
+        last = max(zoids)
+        now = time.monotonic()
+        if now - logged >= 10:
+            logged = now
+            logger.info(
+                "plone_pgcatalog: filling column %r: %d rows, %.0f rows/s",
+                name,
+                filled,
+                filled / (now - started),
+            )
+
+
+def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) -> bool:
+    """Take the typed column of ``index_name`` away, if it has one: not
+    ready first (requests from then on use ``idx``), then dropped (under an
+    exclusive lock: the requests that still use it finish first)."""
+    name = column_name(index_name)
+    if name is None:
+        return False
+    with conn.transaction(), conn.cursor() as cur:
+        _set_lock_timeout(cur, lock_timeout)
+        cur.execute(
+            "UPDATE pgcatalog_columns SET ready = false WHERE name = %s RETURNING kind",
+            (name,),
+        )
+        if cur.fetchone() is None:
+            return False
+    with conn.transaction(), conn.cursor() as cur:
+        _set_lock_timeout(cur, EXCLUSIVE_LOCK_TIMEOUT)
+        cur.execute("SELECT pg_advisory_xact_lock(0)")
+        cur.execute("DELETE FROM pgcatalog_columns WHERE name = %s", (name,))
+        _rebuild_trigger(cur)
+        cur.execute(
+            sql.SQL("ALTER TABLE pgcatalog_objects DROP COLUMN IF EXISTS {}").format(
+                sql.Identifier(name)
+            )
+        )
+    return True

@@ -1,0 +1,361 @@
+"""Typed columns on a real site (``store.columns``): made for the hot
+indexes at install, derived from ``idx`` by the table's trigger, filled in
+batches when added to a catalog with rows, used by searches once ready,
+dropped with their index, and made for a schema-5 site by the upgrade
+step 5 -> 6.  The differential suites prove the results; these tests prove
+the columns.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import snapshots
+from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import schema
+from plone_pgcatalog.store import search
+from plone_pgcatalog.testing import PGCATALOG_PROFILE
+from psycopg.rows import tuple_row
+
+import psycopg
+import pytest
+import transaction
+
+#: Plone's hot indexes and the kind of column each one gets.
+HOT = {
+    "portal_type": "text",
+    "review_state": "text",
+    "UID": "text",
+    "sortable_title": "text",
+    "Subject": "keywords",
+    "allowedRolesAndUsers": "keywords",
+    "object_provides": "keywords",
+    "is_folderish": "boolean",
+    "created": "integer",
+    "effective": "integer",
+    "modified": "integer",
+    "getObjPositionInParent": "integer",
+    "effectiveRange": "range",
+}
+
+
+def _site(pg_layer, count=3):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    for number in range(count):
+        page = api.content.create(
+            container=portal,
+            type="Document",
+            id=f"page-{number}",
+            title=f"Page {number}",
+            subject=["red", f"tag-{number}"],
+        )
+        if number % 2:
+            api.content.transition(obj=page, transition="publish")
+    transaction.commit()
+    return portal
+
+
+def _query(dsn: str, statement: str, params=()):
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(statement, params).fetchall()
+
+
+def _registered(dsn: str) -> dict:
+    rows = _query(dsn, "SELECT name, kind, ready FROM pgcatalog_columns")
+    return {name: (kind, ready) for name, kind, ready in rows}
+
+
+def _sql_indexes(dsn: str) -> set[str]:
+    rows = _query(
+        dsn, "SELECT indexname FROM pg_indexes WHERE tablename = 'pgcatalog_objects'"
+    )
+    return {name for (name,) in rows}
+
+
+def _statements(monkeypatch) -> list[str]:
+    """The text of every search statement run from now on."""
+    seen: list[str] = []
+    original = search._execute
+
+    def recording(conn, statement, params):
+        seen.append(statement.as_string(conn))
+        return original(conn, statement, params)
+
+    monkeypatch.setattr(search, "_execute", recording)
+    return seen
+
+
+def _next_transaction(portal) -> None:
+    """Begin a transaction: zodb-pgjsonb runs the deferred DDL first."""
+    transaction.commit()
+    portal._p_jar.sync()
+
+
+def test_the_hot_indexes_are_ready_typed_columns_with_sql_indexes(pg_layer):
+    dsn = pg_layer["pgcatalog_dsn"]
+    registered = _registered(dsn)
+    for name, kind in HOT.items():
+        assert registered.get(name) == (kind, True), name
+    indexes = _sql_indexes(dsn)
+    for name, kind in HOT.items():
+        if columns.KINDS[kind].method is not None:
+            assert columns.sql_index_name(name) in indexes, name
+        # The expression index on ``idx`` it replaces is gone.
+        assert schema.sql_index_name(name) not in indexes, name
+    # Text indexes other than SearchableText keep theirs (no column).
+    assert schema.sql_index_name("Title") in indexes
+
+
+def test_every_column_holds_what_idx_holds(pg_layer):
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    for name, kind in HOT.items():
+        derived = columns.derive(
+            kind, psycopg.sql.SQL("(idx -> {})").format(psycopg.sql.Literal(name))
+        )
+        statement = psycopg.sql.SQL(
+            "SELECT count(*), count({column}) FROM pgcatalog_objects"
+            " WHERE {column} IS DISTINCT FROM {derived}"
+        ).format(column=psycopg.sql.Identifier(name), derived=derived)
+        with psycopg.connect(dsn) as conn:
+            different, _ = conn.execute(statement).fetchone()
+        assert different == 0, name
+    rows = _query(
+        dsn,
+        'SELECT "portal_type", "Subject", "review_state" FROM pgcatalog_objects'
+        " WHERE path = '/plone/page-1'",
+    )
+    assert rows == [("Document", ["red", "tag-1"], "published")]
+
+
+def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, monkeypatch):
+    portal = _site(pg_layer)
+    seen = _statements(monkeypatch)
+    found = api.content.find(
+        portal_type="Document", Subject="red", sort_on="sortable_title"
+    )
+    assert [brain.getId for brain in found] == ["page-0", "page-1", "page-2"]
+    assert '"portal_type" = ANY(' in seen[-1]
+    assert '"Subject" && ' in seen[-1]
+    assert '"allowedRolesAndUsers" && ' in seen[-1]
+    conditions = seen[-1].split(" WHERE ", 1)[1].split(" OFFSET 0")[0]
+    # ``idx`` only for rows without a string title (none).
+    assert conditions.endswith(
+        "(\"sortable_title\" IS NOT NULL OR idx ? 'sortable_title')"
+    )
+    assert "idx ->" not in conditions
+    # Not ready (as while it is being filled): the same search reads idx.
+    _query_commit(
+        pg_layer["pgcatalog_dsn"],
+        "UPDATE pgcatalog_columns SET ready = false WHERE name = 'portal_type'",
+    )
+    snapshots.results.clear()  # the same committed ZODB state
+    transaction.begin()
+    found = api.content.find(
+        portal_type="Document", Subject="red", sort_on="sortable_title"
+    )
+    assert [brain.getId for brain in found] == ["page-0", "page-1", "page-2"]
+    assert "(idx -> 'portal_type') = ANY(" in seen[-1]
+    del portal
+
+
+def _query_commit(dsn: str, statement: str, params=()) -> None:
+    with psycopg.connect(dsn) as conn:
+        conn.execute(statement, params)
+
+
+def test_an_added_index_gets_its_column_filled_from_idx_in_batches(
+    pg_layer, monkeypatch
+):
+    portal = _site(pg_layer, count=5)
+    dsn = pg_layer["pgcatalog_dsn"]
+    # Values stored before the column exists (as a catalog that had the
+    # index before this version, or another site's).
+    _query_commit(
+        dsn,
+        "UPDATE pgcatalog_objects SET idx = idx || jsonb_build_object("
+        "'pgc_size', CASE WHEN path LIKE '%%-1' OR path LIKE '%%-3' THEN 'big'"
+        " WHEN path LIKE '%%-2' THEN '7' END) WHERE path LIKE '/plone/page-%%'",
+    )
+    monkeypatch.setattr(columns, "FILL_BATCH", 2)
+    batches = []
+    fill = columns._fill
+
+    def counting(conn, name, kind, lock_timeout):
+        filled = fill(conn, name, kind, lock_timeout)
+        batches.append(filled)
+        return filled
+
+    monkeypatch.setattr(columns, "_fill", counting)
+    portal.portal_catalog.addIndex("pgc_size", "FieldIndex")
+    _next_transaction(portal)
+    assert _registered(dsn)["pgc_size"] == ("text", True)
+    assert batches and batches[0] > 2  # more than one batch
+    assert columns.sql_index_name("pgc_size") in _sql_indexes(dsn)
+    rows = _query(
+        dsn,
+        "SELECT path, pgc_size FROM pgcatalog_objects"
+        " WHERE pgc_size IS NOT NULL ORDER BY path",
+    )
+    assert rows == [
+        ("/plone/page-1", "big"),
+        ("/plone/page-2", "7"),
+        ("/plone/page-3", "big"),
+    ]
+    found = api.content.find(pgc_size="big")
+    assert sorted(brain.getId for brain in found) == ["page-1", "page-3"]
+    # Written from now on: the trigger sets it.
+    _query_commit(
+        dsn,
+        'UPDATE pgcatalog_objects SET idx = idx || \'{"pgc_size": "big"}\''
+        " WHERE path = '/plone/page-4'",
+    )
+    snapshots.results.clear()  # the same committed ZODB state
+    transaction.begin()
+    found = api.content.find(pgc_size="big")
+    assert sorted(brain.getId for brain in found) == ["page-1", "page-3", "page-4"]
+
+
+def test_a_deleted_index_takes_its_column_away(pg_layer):
+    portal = _site(pg_layer, count=1)
+    dsn = pg_layer["pgcatalog_dsn"]
+    catalog = portal.portal_catalog
+    catalog.addIndex("pgc_flag", "BooleanIndex")
+    _next_transaction(portal)
+    assert _registered(dsn)["pgc_flag"] == ("boolean", True)
+    catalog.delIndex("pgc_flag")
+    _next_transaction(portal)
+    assert "pgc_flag" not in _registered(dsn)
+    names = {
+        name
+        for (name,) in _query(
+            dsn,
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'pgcatalog_objects'"
+            "::regclass AND attnum > 0 AND NOT attisdropped",
+        )
+    }
+    assert "pgc_flag" not in names
+    assert columns.sql_index_name("pgc_flag") not in _sql_indexes(dsn)
+    # The trigger no longer sets it: writes go on.
+    api.content.create(container=portal, type="Document", id="after")
+    transaction.commit()
+    assert [b.getId for b in api.content.find(id="after")] == ["after"]
+
+
+def test_a_name_taken_by_a_column_of_another_kind_keeps_its_index_on_idx(pg_layer):
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        made = schema.create_index(conn, "pgc_shared", "FieldIndex", "5s")
+        assert made == "column"
+        # Another site's index of that name is a KeywordIndex.
+        made = schema.create_index(conn, "pgc_shared", "KeywordIndex", "5s")
+        assert made == "indexes"
+    assert _registered(dsn)["pgc_shared"] == ("text", True)
+    assert schema.sql_index_name("pgc_shared") in _sql_indexes(dsn)
+
+
+def test_5_to_6_makes_the_columns_of_a_schema_5_site(pg_layer, monkeypatch):
+    portal = _site(pg_layer)
+    dsn = pg_layer["pgcatalog_dsn"]
+    definitions = portal.portal_catalog.getIndexDefinitions()
+    # Schema 5 as the last version left it: no typed columns, expression
+    # indexes on ``idx``.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in list(_registered(dsn)):
+            columns.drop_column(conn, name, "5s")
+        for name, index in definitions.items():
+            statement = schema.index_ddl(name, index.meta_type)
+            if statement is not None:
+                conn.execute(statement)
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = 5 WHERE key = 'schema_version'"
+        )
+    assert _registered(dsn) == {}
+    transaction.begin()
+    seen = _statements(monkeypatch)
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert "(idx -> 'portal_type')" in seen[-1]
+
+    setup = portal.portal_setup
+    setup.setLastVersionForProfile(PGCATALOG_PROFILE, "5")
+    setup.upgradeProfile(PGCATALOG_PROFILE)
+    _next_transaction(portal)  # the step's change runs
+
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
+        str(schema.SCHEMA_VERSION),
+    )
+    registered = _registered(dsn)
+    for name, kind in HOT.items():
+        assert registered.get(name) == (kind, True), name
+    indexes = _sql_indexes(dsn)
+    assert schema.sql_index_name("portal_type") not in indexes
+    assert columns.sql_index_name("portal_type") in indexes
+    assert _query(
+        dsn, "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+    ) == [(schema.SCHEMA_VERSION,)]
+    transaction.begin()
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert '"portal_type" = ANY(' in seen[-1]
+
+
+def test_catalog_reads_plan_for_cached_pages(pg_layer):
+    """The request's transaction plans with ``random_page_cost`` 1.1 once
+    the catalog has read (``connection.RANDOM_PAGE_COST``): at 4, the
+    server's default, the planner built the security term's bitmap of
+    every row into searches for a few thousand."""
+    from plone_pgcatalog.store import connection
+
+    _site(pg_layer, count=1)
+    transaction.begin()
+    catalog = pg_layer["portal"].portal_catalog
+    assert len(catalog.searchResults(portal_type="Document")) == 1
+    conn = connection._pg_connection(connection._storage_instance(catalog))
+
+    def page_cost():
+        with conn.cursor(row_factory=tuple_row) as cursor:
+            return cursor.execute("SHOW random_page_cost").fetchone()[0]
+
+    assert page_cost() == "1.1"
+    # A failed catalog read goes back to the savepoint: the cost stays.
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        with connection.reading(catalog) as reading:
+            reading.execute("SELECT no_such_column FROM pgcatalog_objects")
+    assert page_cost() == "1.1"
+    assert len(catalog.searchResults(portal_type="Document")) == 1
+
+
+def test_the_page_cost_setting_is_read_from_the_environment(monkeypatch):
+    from plone_pgcatalog.store import connection
+
+    monkeypatch.setenv("PGCATALOG_RANDOM_PAGE_COST", "2")
+    assert connection._random_page_cost() == "2"
+    monkeypatch.setenv("PGCATALOG_RANDOM_PAGE_COST", "server")
+    assert connection._random_page_cost() is None
+    monkeypatch.setenv("PGCATALOG_RANDOM_PAGE_COST", "-1; DROP TABLE x")
+    assert connection._random_page_cost() is None
+
+
+def test_a_column_that_waits_for_readers_leaves_the_index_served(pg_layer):
+    """Adding a column needs every reader of the table gone (an exclusive
+    lock); while one holds it, the expression indexes serve the index and
+    the change fails to be tried again, having changed nothing else."""
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn) as reader:
+        reader.execute("SELECT count(*) FROM pgcatalog_objects").fetchone()
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            with pytest.raises(psycopg.errors.LockNotAvailable):
+                schema.create_index(conn, "pgc_waiting", "FieldIndex", "5s")
+        reader.rollback()
+    assert "pgc_waiting" not in _registered(dsn)
+    indexes = _sql_indexes(dsn)
+    assert schema.sql_index_name("pgc_waiting") in indexes
+    # The next try, without readers, makes the column, and the expression
+    # indexes go.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert schema.create_index(conn, "pgc_waiting", "FieldIndex", "5s") == "column"
+    assert _registered(dsn)["pgc_waiting"] == ("text", True)
+    indexes = _sql_indexes(dsn)
+    assert schema.sql_index_name("pgc_waiting") not in indexes
+    assert columns.sql_index_name("pgc_waiting") in indexes

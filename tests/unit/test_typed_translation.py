@@ -1,0 +1,165 @@
+"""Translation onto typed columns (``store.columns``): which query values a
+column serves, and that everything else still reads ``idx``.
+
+No database: SQL text and bound values, with ``QueryContext.columns``
+saying which columns are ready.
+"""
+
+from __future__ import annotations
+
+from DateTime import DateTime
+from plone_pgcatalog.query import build_query
+from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.store import columns
+from plone_pgcatalog.store.overlay import Overlay
+from psycopg import sql
+from tests.unit.test_translators import _indexes
+
+import pytest
+
+#: Every typed column the indexes of ``_indexes`` can have, ready.
+READY = {
+    "Subject": "keywords",
+    "UID": "text",
+    "created": "integer",
+    "effectiveRange": "range",
+    "getObjPositionInParent": "integer",
+    "is_folderish": "boolean",
+    "portal_type": "text",
+}
+
+
+def _translate(query, ready=READY, overlay=None):
+    plan = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(ready)), overlay
+    )
+    statement, params = plan.ids_query()
+    return statement.as_string(None), list(params)
+
+
+def test_field_index_strings_are_looked_up_in_the_column():
+    text, values = _translate({"portal_type": ["Document", "News Item"]})
+    assert '"portal_type" = ANY(%s::text[])' in text
+    assert "idx" not in text
+    assert ["Document", "News Item"] in values
+
+
+def test_field_index_reads_idx_while_its_column_is_not_ready():
+    text, _ = _translate({"portal_type": "Document"}, ready={})
+    assert "(idx -> 'portal_type') = ANY(%s)" in text
+    assert '"portal_type"' not in text
+
+
+def test_field_index_numbers_are_looked_up_in_idx():
+    # The text column holds strings only: a number is found as JSON.
+    text, _ = _translate({"portal_type": 5})
+    assert "(idx -> 'portal_type') = ANY(%s)" in text
+
+
+def test_a_column_of_another_kind_is_not_used():
+    text, _ = _translate({"portal_type": "Document"}, ready={"portal_type": "keywords"})
+    assert '"portal_type"' not in text
+
+
+def test_field_index_not_is_false_where_the_column_is_null():
+    # NOT (NULL) would drop the rows whose value is not a string.
+    text, _ = _translate({"portal_type": {"query": "Document", "not": "Folder"}})
+    assert (
+        '"portal_type" = ANY(%s::text[]) AND NOT COALESCE("portal_type"'
+        " = ANY(%s::text[]), FALSE)" in text
+    )
+
+
+def test_field_index_string_ranges_compare_the_column():
+    text, values = _translate(
+        {"portal_type": {"query": ["A", "M"], "range": "min:max"}}
+    )
+    assert '"portal_type" IS NOT NULL AND TRUE AND "portal_type" >= %s' in text
+    assert '"portal_type" <= %s' in text
+    assert "A" in values and "M" in values
+
+
+def test_an_unbounded_range_counts_values_of_every_type():
+    # No min and no max: every object with a value, strings or not.
+    text, _ = _translate({"portal_type": {"query": "A", "range": "all"}})
+    assert "(idx -> 'portal_type') IS NOT NULL AND TRUE" in text
+
+
+def test_date_index_ranges_compare_the_bigint_column_with_plain_ints():
+    text, values = _translate(
+        {"created": {"query": DateTime("2024/01/02 03:04 UTC"), "range": "min"}}
+    )
+    assert '"created" IS NOT NULL AND TRUE AND "created" >= %s' in text
+    assert any(isinstance(value, int) for value in values)
+
+
+def test_keywords_any_and_all():
+    text, values = _translate({"Subject": ["a", "b"]})
+    assert '"Subject" && %s::text[]' in text
+    assert ["a", "b"] in values
+    text, _ = _translate({"Subject": {"query": ["a", "b"], "operator": "and"}})
+    assert '"Subject" @> %s::text[]' in text
+
+
+def test_keyword_ranges_stay_on_idx():
+    text, _ = _translate({"Subject": {"query": "a", "range": "min"}})
+    assert "jsonb_array_elements((idx -> 'Subject'))" in text
+
+
+def test_boolean_index_compares_the_boolean_column():
+    text, values = _translate({"is_folderish": 1})
+    assert '"is_folderish" = %s' in text
+    assert True in values
+
+
+def test_effective_range_tests_the_moment_in_the_int8range():
+    text, values = _translate({"effectiveRange": DateTime("2024/01/02 03:04 UTC")})
+    assert '"effectiveRange" @> %s::bigint' in text
+    assert "idx" not in text.split("WHERE", 1)[1].split("ORDER BY")[0]
+
+
+def test_sorting_on_a_string_index_reads_idx_only_without_a_string():
+    text, _ = _translate({"portal_type": "Document", "sort_on": "portal_type"})
+    assert "(CASE WHEN \"portal_type\" IS NULL THEN (idx -> 'portal_type') END)" in text
+    # Presence: the column first, ``idx`` for the other rows only.
+    assert "(\"portal_type\" IS NOT NULL OR idx ? 'portal_type')" in text
+
+
+def test_sorting_on_dates_and_positions_uses_their_columns():
+    text, _ = _translate({"portal_type": "Document", "sort_on": "created"})
+    assert "ORDER BY sort_key_0 ASC, zoid" in text or '"created" ASC' in text
+    assert '"created" AS sort_key_0' in text or '"created" ASC' in text
+    text, _ = _translate(
+        {"portal_type": "Document", "sort_on": "getObjPositionInParent"}
+    )
+    assert '"getObjPositionInParent"' in text
+
+
+def test_the_overlay_derives_the_columns_of_pending_rows():
+    overlay = Overlay(rows=({"zoid": 1, "path": "/plone/a", "idx": {}},))
+    text, _ = _translate({"portal_type": "Document"}, overlay=overlay)
+    # Stored rows read the column as stored; pending rows derive it.
+    assert 'searchable_text, "Subject", "UID"' in text
+    assert "jsonb_typeof((b.idx -> 'portal_type')) = 'string'" in text
+
+
+@pytest.mark.parametrize("kind", sorted(columns.KINDS))
+def test_the_trigger_sets_each_kind_from_the_new_idx(kind):
+    ddl = columns.trigger_ddl({"x": kind}).as_string(None)
+    assert "NEW.idx -> ''x''" in ddl
+    assert 'INTO NEW."x"' in ddl
+    assert "BEFORE INSERT OR UPDATE OF idx ON pgcatalog_objects" in ddl
+
+
+def test_names_that_cannot_be_columns():
+    assert columns.column_name("portal_type") == "portal_type"
+    assert columns.column_name("path") is None  # the table's own
+    assert columns.column_name("idx") is None
+    assert columns.column_name("x" * 64) is None  # PostgreSQL's 63 bytes
+
+
+def test_derive_composes_one_expression_for_each_use():
+    composed = columns.derive("text", sql.SQL("v")).as_string(None)
+    assert composed == (
+        "CASE WHEN jsonb_typeof(v) = 'string' THEN (v #>> '{}') COLLATE \"C\" END"
+    )
