@@ -232,17 +232,25 @@ def _left_by_earlier_tests(dsn: str, definitions: dict) -> set[str]:
     }
 
 
-#: The index added before the install (``my_field``) is served by its typed
-#: column, or, while adding the column waits for the readers of the table
-#: (an exclusive lock: the install's own request has read it), by its
-#: expression index (``schema.create_index``): either is its SQL index.
-_SERVED = {
-    columns.sql_index_name("my_field"): "the SQL index of my_field",
-    schema.sql_index_name("my_field"): "the SQL index of my_field",
-    schema.sql_index_name("my_field", "t"): None,  # its string ranges
-}
-#: zodb-pgjsonb's record of that change: there when it got its lock.
-_MARKERS_OF_ADDED = {f"{schema.DDL_SOURCE_PREFIX}index my_field"}
+#: An index with a typed column is served by it, or, while adding the
+#: column waits for the readers of the table (an exclusive lock: the
+#: install's own request has read it), by its expression indexes
+#: (``schema.create_index``): either is its SQL index.  Filled per index of
+#: the site (``_served``) and of ``my_field``, added before the install.
+_SERVED: dict[str, str | None] = {}
+#: zodb-pgjsonb's records of those changes: there when they got their lock.
+_MARKERS_OF_ADDED: set[str] = set()
+
+
+def _served(names) -> None:
+    for name in names:
+        _SERVED[columns.sql_index_name(name)] = f"the SQL index of {name}"
+        _SERVED[schema.sql_index_name(name)] = f"the SQL index of {name}"
+        _SERVED[schema.sql_index_name(name, "t")] = None  # string ranges
+        _MARKERS_OF_ADDED.add(f"{schema.DDL_SOURCE_PREFIX}index {name}")
+
+
+_served(["my_field"])
 
 
 def _schema(dsn: str) -> Schema:
@@ -568,10 +576,12 @@ def lifecycle():
     dsn = layer["pgcatalog_dsn"]
     stages = {}
     _LEFT_BY_EARLIER_TESTS.clear()
-    _LEFT_BY_EARLIER_TESTS.update(
-        _left_by_earlier_tests(
-            dsn, layer["portal"].portal_catalog.getIndexDefinitions()
-        )
+    definitions = layer["portal"].portal_catalog.getIndexDefinitions()
+    _LEFT_BY_EARLIER_TESTS.update(_left_by_earlier_tests(dsn, definitions))
+    _served(
+        name
+        for name, index in definitions.items()
+        if schema.column_kind(index.meta_type) is not None
     )
     try:
         app = layer["app"]
