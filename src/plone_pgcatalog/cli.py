@@ -417,8 +417,10 @@ def verify(tool, handler=None) -> Verification:
     from plone_pgcatalog.extraction import extract_row
     from plone_pgcatalog.extraction import indexable
     from plone_pgcatalog.paths import path_clause
+    from plone_pgcatalog.store import columns as store_columns
     from plone_pgcatalog.store import connection
     from plone_pgcatalog.store import schema
+    from psycopg.rows import tuple_row
     from ZODB.utils import u64
 
     site_path = tool.site_path()
@@ -428,8 +430,15 @@ def verify(tool, handler=None) -> Verification:
     columns = list(tool.schema())
     language = tool.site_languages()[0]
     conn = connection.read_connection(tool)
+    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cursor:
+        typed = {
+            name: kind
+            for name, (kind, ready) in store_columns.registered(cursor).items()
+            if ready
+        }
     statement = reports.STORED_ROWS.format(
-        vector=schema.searchable_vector(sql.SQL("e.words"), sql.SQL("e.config"))
+        vector=schema.searchable_vector(sql.SQL("e.words"), sql.SQL("e.config")),
+        typed=reports.typed_drift(typed),
     )
 
     def compare(batch: list) -> None:
@@ -446,11 +455,13 @@ def verify(tool, handler=None) -> Verification:
             if found is None or found[0] != row.path:
                 result.missing.append(row.path)
                 continue
-            _, idx, meta, same_words = found
+            _, idx, meta, same_words, drifted = found
             names = _differences(_json(row.idx), idx, index_names)
             names += _differences(_json(row.meta), meta, columns)
             if not same_words and "SearchableText" in definitions:
                 names.append("SearchableText")
+            # A typed column that is not what ``idx`` holds.
+            names += [f"{name} column" for name in drifted if name in definitions]
             if names:
                 result.stale.append((row.path, names))
 
