@@ -65,6 +65,7 @@ from plone_pgcatalog.registry import TextTranslator
 from plone_pgcatalog.registry import UUIDTranslator
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import layout
+from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.layout import json_key
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -477,9 +478,7 @@ class ValueIndexView(DataIndexView):
         """The index's typed column, when it is ready."""
         meta_type = self.__dict__["_definition"].meta_type
         kind = getattr(get_translator(meta_type), "column_kind", None)
-        if kind is None or rows.columns.get(self._name) != kind:
-            return None
-        return layout.column(self._name)
+        return ready_column(rows.columns, self._name, kind)
 
     def _others(self, typed: sql.Composable) -> sql.Composable:
         """Rows whose value is in ``idx`` only (not of the column's type)."""

@@ -23,7 +23,7 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.store.layout import column
+from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.layout import has_key
 from plone_pgcatalog.store.layout import ROW_OF_VALUES
 from plone_pgcatalog.store.layout import TABLE
@@ -51,9 +51,7 @@ class QueryContext:
 
     def column(self, index_name: str, kind: str) -> sql.Composable | None:
         """The typed column of ``kind`` of an index, if it is ready."""
-        if kind is None or self.columns.get(index_name) != kind:
-            return None
-        return column(index_name)
+        return ready_column(self.columns, index_name, kind)
 
     site_path: str = "/"
     text_configs: tuple[str, ...] = ()

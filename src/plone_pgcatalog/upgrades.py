@@ -94,17 +94,10 @@ def to_5(setup_tool) -> None:
     that does not get its lock, or has to wait for older snapshots, is
     tried again later (``store.ddl.SchemaChange``), without copying again.
     """
-    site = aq_parent(aq_inner(setup_tool))
-    catalog = getToolByName(site, "portal_catalog")
-    if not IPGCatalogTool.providedBy(catalog):
-        return
-    indexes = [
-        (name, index.meta_type) for name, index in catalog.getIndexDefinitions().items()
-    ]
-    setuphandlers.change_schema_after_commit(
-        site,
+    _after_commit(
+        setup_tool,
         "catalog table",
-        partial(_to_own_table, indexes=indexes),
+        _to_own_table,
         "set the version of plone_pgcatalog:default back to 4 in portal_setup"
         " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '4'))"
         " and run the upgrade step 4 to 5 again: it goes on where it stopped",
@@ -135,6 +128,17 @@ def to_6(setup_tool) -> None:
     column is ready, searches read ``idx`` as before.  Nothing is cataloged
     again: every column is derived from the stored ``idx``.
     """
+    _after_commit(
+        setup_tool,
+        "typed columns",
+        _typed_columns,
+        "run the upgrade step 5 to 6 again: it goes on where it stopped",
+    )
+
+
+def _after_commit(setup_tool, label: str, change, remedy: str) -> None:
+    """Queue ``change(conn, indexes=...)`` with the site's catalog indexes
+    (names and meta_types) once the step's transaction has committed."""
     site = aq_parent(aq_inner(setup_tool))
     catalog = getToolByName(site, "portal_catalog")
     if not IPGCatalogTool.providedBy(catalog):
@@ -143,10 +147,7 @@ def to_6(setup_tool) -> None:
         (name, index.meta_type) for name, index in catalog.getIndexDefinitions().items()
     ]
     setuphandlers.change_schema_after_commit(
-        site,
-        "typed columns",
-        partial(_typed_columns, indexes=indexes),
-        "run the upgrade step 5 to 6 again: it goes on where it stopped",
+        site, label, partial(change, indexes=indexes), remedy
     )
 
 

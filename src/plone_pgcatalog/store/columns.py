@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 class Kind:
     """One kind of typed column."""
 
-    name: str
     #: the column's SQL type
     sql_type: str
     #: the SQL index method serving it, or None (a test no index speeds up)
@@ -62,12 +61,13 @@ class Kind:
     varlena: bool = True
 
 
-def _integer(value: str) -> str:
-    # Integral numbers that fit a bigint; others stay in ``idx`` only.
+def _integer(value: str, below: int = 2**63 - 1) -> str:
+    # Integral numbers whose size is under ``below`` (a bigint's range);
+    # others stay in ``idx`` only.
     return (
         f"CASE WHEN jsonb_typeof({value}) = 'number'"
         f" AND ({value})::numeric = trunc(({value})::numeric)"
-        f" AND abs(({value})::numeric) < 9223372036854775807"
+        f" AND abs(({value})::numeric) < {below}"
         f" THEN ({value})::numeric::bigint END"
     )
 
@@ -75,53 +75,40 @@ def _integer(value: str) -> str:
 #: ``[since, until]`` in minutes, ``null`` an open end (DateRangeIndex):
 #: the closed range, or ``empty`` where since > until (ZCatalog never
 #: finds such an object: no moment lies in it).
+_LOW, _HIGH = _integer("({v} -> 0)"), _integer("({v} -> 1)", below=2**63 - 2)
 _RANGE = (
     "CASE WHEN jsonb_typeof({v}) = 'array' THEN"
-    " CASE WHEN ({lo}) > ({hi}) THEN 'empty'::int8range"
-    " ELSE int8range({lo}, ({hi}) + 1) END END"
+    f" CASE WHEN ({_LOW}) > ({_HIGH}) THEN 'empty'::int8range"
+    f" ELSE int8range({_LOW}, ({_HIGH}) + 1) END END"
 )
 
 KINDS: dict[str, Kind] = {
     # FieldIndex, UUIDIndex: strings, compared by code point as in Python.
     "text": Kind(
-        "text",
         'text COLLATE "C"',
         "btree",
-        "CASE WHEN jsonb_typeof({v}) = 'string' THEN ({v} #>> '{{}}') COLLATE \"C\""
+        "CASE WHEN jsonb_typeof({v}) = 'string' THEN ({v} #>> '{}') COLLATE \"C\""
         " END",
     ),
     # KeywordIndex: the object's string keywords.
     "keywords": Kind(
-        "keywords",
         "text[]",
         "gin",
-        "CASE WHEN jsonb_typeof({v}) = 'array' THEN ARRAY(SELECT e #>> '{{}}'"
+        "CASE WHEN jsonb_typeof({v}) = 'array' THEN ARRAY(SELECT e #>> '{}'"
         " FROM jsonb_array_elements({v}) AS e WHERE jsonb_typeof(e) = 'string')"
         " END",
     ),
     "boolean": Kind(
-        "boolean",
         "boolean",
         "btree",
         "CASE WHEN jsonb_typeof({v}) = 'boolean' THEN ({v})::boolean END",
         varlena=False,
     ),
     # DateIndex (minutes), positions in a folder.
-    "integer": Kind("integer", "bigint", "btree", _integer("{v}"), varlena=False),
+    "integer": Kind("bigint", "btree", _integer("{v}"), varlena=False),
     # DateRangeIndex (effectiveRange).  The upper end is stored as the
     # next minute, exclusive; below the biggest bigint, so +1 fits.
-    "range": Kind(
-        "range",
-        "int8range",
-        None,
-        _RANGE.format(
-            v="{v}",
-            lo=_integer("({v} -> 0)"),
-            hi=_integer("({v} -> 1)").replace(
-                "9223372036854775807", "9223372036854775806"
-            ),
-        ),
-    ),
+    "range": Kind("int8range", None, _RANGE),
 }
 
 #: Columns of the table that an index's column must not be named as.
@@ -180,13 +167,22 @@ def column_name(index_name: str) -> str | None:
 
 def derive(kind: str, value: sql.Composable) -> sql.Composed:
     """The typed value of ``kind`` computed from ``value`` (JSONB)."""
-    template = KINDS[kind].derive
-    # Each ``{v}`` is the same composed expression.
-    parts = template.split("{v}")
-    composed = [sql.SQL(parts[0].replace("{{}}", "{}"))]
-    for part in parts[1:]:
-        composed += [value, sql.SQL(part.replace("{{}}", "{}"))]
+    # Each ``{v}`` of the template is the same composed expression.
+    first, *rest = KINDS[kind].derive.split("{v}")
+    composed = [sql.SQL(first)]
+    for part in rest:
+        composed += [value, sql.SQL(part)]
     return sql.Composed(composed)
+
+
+def ready_column(
+    ready: dict[str, str], index_name: str, kind: str | None
+) -> sql.Composable | None:
+    """The column of ``index_name`` if ``ready`` (``{column: kind}``, the
+    columns a request may use) has it with ``kind``, else None."""
+    if kind is None or ready.get(index_name) != kind:
+        return None
+    return layout.column(index_name)
 
 
 def derived_columns(

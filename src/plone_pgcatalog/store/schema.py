@@ -302,6 +302,14 @@ def drop_index_ddl(index_name: str, meta_type: str) -> sql.Composed | None:
     return sql.SQL("; ").join(statements)
 
 
+def _run(conn: psycopg.Connection, statement, lock_timeout: str) -> None:
+    """``statement`` in a transaction of its own, each lock waited for
+    ``lock_timeout`` at most."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
+        cur.execute(statement)
+
+
 def column_kind(meta_type: str) -> str | None:
     """The kind of typed column an index type's translator asks for
     (``columns.KINDS``), or None."""
@@ -331,23 +339,17 @@ def create_index(
             # failed change again at the next start-up).
             statement = index_ddl(index_name, meta_type)
             if statement is not None:
-                with conn.transaction(), conn.cursor() as cur:
-                    cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-                    cur.execute(statement)
+                _run(conn, statement, lock_timeout)
             raise
         if made:
             drop = drop_index_ddl(index_name, meta_type)
             if drop is not None:
-                with conn.transaction(), conn.cursor() as cur:
-                    cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-                    cur.execute(drop)
+                _run(conn, drop, lock_timeout)
             return "column"
     statement = index_ddl(index_name, meta_type)
     if statement is None:
         return None
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-        cur.execute(statement)
+    _run(conn, statement, lock_timeout)
     return "indexes"
 
 
@@ -357,9 +359,7 @@ def drop_index(
     """Take away what ``create_index`` made for a deleted catalog index."""
     statement = drop_index_ddl(index_name, meta_type)
     if statement is not None:
-        with conn.transaction(), conn.cursor() as cur:
-            cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-            cur.execute(statement)
+        _run(conn, statement, lock_timeout)
     if column_kind(meta_type) is not None:
         with conn.cursor() as cur:
             table = _relkind(cur, TABLE) == "r"
@@ -634,9 +634,7 @@ def create_schema(
             _exists(cur, name) for name in (TABLE, STATE_TABLE, columns.COLUMNS_TABLE)
         )
     if not base:
-        with conn.transaction(), conn.cursor() as cur:
-            cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-            cur.execute(sql.SQL(BASE_DDL))
+        _run(conn, sql.SQL(BASE_DDL), lock_timeout)
         ran.append("base")
     with conn.cursor() as cur:
         present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
