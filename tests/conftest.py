@@ -7,6 +7,8 @@ order, and torn down at its end; per test, ``testSetUp`` and
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pytest
 
 _ACTIVE: list = []
@@ -72,6 +74,42 @@ def pg_layer():
 def zcatalog_layer():
     """The same site with stock ZCatalog (the oracle), per test."""
     yield from run_in(_zc_layer())
+
+
+class Searched(NamedTuple):
+    """One search statement as PostgreSQL ran it (``searches``)."""
+
+    statement: str
+    params: tuple
+    rows: int
+
+
+@pytest.fixture
+def searches(monkeypatch) -> list[Searched]:
+    """Every search statement run from now on, whether alone
+    (``store.search``) or with the savepoint of its transaction's first
+    read (``connection.search_first``)."""
+    from plone_pgcatalog.store import connection
+    from plone_pgcatalog.store import search
+
+    seen: list[Searched] = []
+    alone = search._execute
+    first = connection.search_first
+
+    def recording_alone(conn, statement, params):
+        rows = alone(conn, statement, params)
+        seen.append(Searched(statement.as_string(conn), params, len(rows)))
+        return rows
+
+    def recording_first(context, statement, params):
+        ready, rows = first(context, statement, params)
+        if rows is not None:
+            seen.append(Searched(statement.as_string(None), params, len(rows)))
+        return ready, rows
+
+    monkeypatch.setattr(search, "_execute", recording_alone)
+    monkeypatch.setattr(connection, "search_first", recording_first)
+    return seen
 
 
 def collect_in(layer_name: str, collect):

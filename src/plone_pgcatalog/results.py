@@ -13,6 +13,7 @@ Must not compose SQL itself.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.conflicts import found_by_searches
@@ -35,25 +36,58 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
     ``searchResults`` gives them (without the security terms the tool adds)."""
     pending = current_pending()
     overlay = pending.overlay() if pending else Overlay()
-    with connection.reading(catalog):
-        # The typed columns the request's snapshot has ready: read with
-        # its first catalog statement, once per transaction.
-        columns = connection.ready_columns(catalog)
-    plan = build_query(
-        query,
-        catalog.getIndexDefinitions(),
-        catalog.site_path(),
-        QueryContext(text_configs=text_configs(query), columns=columns),
-        overlay,
-        match_all=match_all,
+    context = QueryContext(text_configs=text_configs(query))
+
+    def translate(columns: dict[str, str]):
+        return build_query(
+            query,
+            catalog.getIndexDefinitions(),
+            catalog.site_path(),
+            replace(context, columns=columns),
+            overlay,
+            match_all=match_all,
+        )
+
+    # The typed columns the request's snapshot has ready are read once per
+    # transaction, with its first catalog statement.  When this search is
+    # that statement, it is translated with the columns the last snapshot
+    # had and sent in the same round trip (``search_first``), and
+    # translated again if they were not those.
+    first = connection.first_read(catalog)
+    translated_with = (
+        connection.likely_columns(catalog)
+        if first
+        else connection.ready_columns(catalog)
     )
-    try:
+    plan = translate(translated_with)
+
+    def as_ready() -> None:
+        # In ``reading``: ``plan`` for the columns ready in its snapshot.
+        nonlocal plan, translated_with
+        ready = connection.ready_columns(catalog)
+        if ready != translated_with:
+            plan, translated_with = translate(ready), ready
+
+    def run() -> search.Found:
+        if first and connection.first_read(catalog):
+            statement, params = search.search_statement(plan)
+            ready, rows = connection.search_first(catalog, statement, params)
+            if rows is not None and ready == translated_with:
+                with connection.reading(catalog) as conn:
+                    return search.found_by(conn, plan, rows)
+        # The guess was wrong, or the search failed (``reading`` sets the
+        # savepoint again, and the error is raised again if it is the
+        # search's own).
         with connection.reading(catalog) as conn:
-            found = snapshots.results.get(
-                _result_key(catalog, plan),
-                lambda: search.run_search(conn, plan),
-                keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
-            )
+            as_ready()
+            return search.run_search(conn, plan)
+
+    try:
+        found = snapshots.results.get(
+            _result_key(catalog, plan),
+            run,
+            keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
+        )
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
         # The catalog's table is created before the first write
         # transaction; until then nothing is cataloged.
@@ -85,6 +119,9 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
 
     def rest(offset: int) -> tuple[list, list | None]:
         with connection.reading(catalog) as conn:
+            # Perhaps a later snapshot (``hold``), or the first read of
+            # the transaction when the result was a kept one.
+            as_ready()
             if held and held[0] is not None:
                 more = search.fetch_after(conn, plan, held[0])
             else:

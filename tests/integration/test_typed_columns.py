@@ -13,8 +13,8 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import schema
-from plone_pgcatalog.store import search
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
 from psycopg.rows import tuple_row
 
@@ -74,19 +74,6 @@ def _sql_indexes(dsn: str) -> set[str]:
     return {name for (name,) in rows}
 
 
-def _statements(monkeypatch) -> list[str]:
-    """The text of every search statement run from now on."""
-    seen: list[str] = []
-    original = search._execute
-
-    def recording(conn, statement, params):
-        seen.append(statement.as_string(conn))
-        return original(conn, statement, params)
-
-    monkeypatch.setattr(search, "_execute", recording)
-    return seen
-
-
 def _next_transaction(portal) -> None:
     """Begin a transaction: zodb-pgjsonb runs the deferred DDL first."""
     transaction.commit()
@@ -130,17 +117,16 @@ def test_every_column_holds_what_idx_holds(pg_layer):
     assert rows == [("Document", ["red", "tag-1"], "published")]
 
 
-def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, monkeypatch):
+def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, searches):
     portal = _site(pg_layer)
-    seen = _statements(monkeypatch)
     found = api.content.find(
         portal_type="Document", Subject="red", sort_on="sortable_title"
     )
     assert [brain.getId for brain in found] == ["page-0", "page-1", "page-2"]
-    assert '"portal_type" = ANY(' in seen[-1]
-    assert '"Subject" && ' in seen[-1]
-    assert '"allowedRolesAndUsers" && ' in seen[-1]
-    conditions = seen[-1].split(" WHERE ", 1)[1].split(" OFFSET 0")[0]
+    assert '"portal_type" = ANY(' in searches[-1].statement
+    assert '"Subject" && ' in searches[-1].statement
+    assert '"allowedRolesAndUsers" && ' in searches[-1].statement
+    conditions = searches[-1].statement.split(" WHERE ", 1)[1].split(" OFFSET 0")[0]
     # ``idx`` only for rows without a string title (none).
     assert conditions.endswith(
         "(\"sortable_title\" IS NOT NULL OR idx ? 'sortable_title')"
@@ -157,7 +143,7 @@ def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, monkeypatch)
         portal_type="Document", Subject="red", sort_on="sortable_title"
     )
     assert [brain.getId for brain in found] == ["page-0", "page-1", "page-2"]
-    assert "(idx -> 'portal_type') = ANY(" in seen[-1]
+    assert "(idx -> 'portal_type') = ANY(" in searches[-1].statement
     del portal
 
 
@@ -256,7 +242,7 @@ def test_a_name_taken_by_a_column_of_another_kind_keeps_its_index_on_idx(pg_laye
     assert schema.sql_index_name("pgc_shared") in _sql_indexes(dsn)
 
 
-def test_5_to_6_makes_the_columns_of_a_schema_5_site(pg_layer, monkeypatch):
+def test_5_to_6_makes_the_columns_of_a_schema_5_site(pg_layer, monkeypatch, searches):
     portal = _site(pg_layer)
     dsn = pg_layer["pgcatalog_dsn"]
     definitions = portal.portal_catalog.getIndexDefinitions()
@@ -274,9 +260,8 @@ def test_5_to_6_makes_the_columns_of_a_schema_5_site(pg_layer, monkeypatch):
         )
     assert _registered(dsn) == {}
     transaction.begin()
-    seen = _statements(monkeypatch)
     assert len(api.content.find(portal_type="Document")) == 3
-    assert "(idx -> 'portal_type')" in seen[-1]
+    assert "(idx -> 'portal_type')" in searches[-1].statement
 
     setup = portal.portal_setup
     setup.setLastVersionForProfile(PGCATALOG_PROFILE, "5")
@@ -297,7 +282,7 @@ def test_5_to_6_makes_the_columns_of_a_schema_5_site(pg_layer, monkeypatch):
     ) == [(schema.SCHEMA_VERSION,)]
     transaction.begin()
     assert len(api.content.find(portal_type="Document")) == 3
-    assert '"portal_type" = ANY(' in seen[-1]
+    assert '"portal_type" = ANY(' in searches[-1].statement
 
 
 def test_catalog_reads_plan_for_cached_pages(pg_layer):
@@ -305,7 +290,6 @@ def test_catalog_reads_plan_for_cached_pages(pg_layer):
     the catalog has read (``connection.RANDOM_PAGE_COST``): at 4, the
     server's default, the planner built the security term's bitmap of
     every row into searches for a few thousand."""
-    from plone_pgcatalog.store import connection
 
     _site(pg_layer, count=1)
     transaction.begin()
@@ -327,7 +311,6 @@ def test_catalog_reads_plan_for_cached_pages(pg_layer):
 
 
 def test_the_page_cost_setting_is_read_from_the_environment(monkeypatch):
-    from plone_pgcatalog.store import connection
 
     monkeypatch.setenv("PGCATALOG_RANDOM_PAGE_COST", "2")
     assert connection._random_page_cost() == "2"
@@ -359,3 +342,78 @@ def test_a_column_that_waits_for_readers_leaves_the_index_served(pg_layer):
     indexes = _sql_indexes(dsn)
     assert schema.sql_index_name("pgc_waiting") not in indexes
     assert columns.sql_index_name("pgc_waiting") in indexes
+
+
+def test_the_first_search_of_a_transaction_is_one_round_trip(
+    pg_layer, searches, monkeypatch
+):
+    """The first catalog read of a transaction sets its savepoint and reads
+    the ready columns (``connection.reading``); a search that is that read
+    goes in the same round trip, translated with the columns the last
+    snapshot had, and again when they were not those, or when it failed."""
+    portal = _site(pg_layer)
+    dsn = pg_layer["pgcatalog_dsn"]
+    portal.portal_catalog.addIndex("pgc_guess", "FieldIndex")
+    _next_transaction(portal)
+    _query_commit(
+        dsn,
+        'UPDATE pgcatalog_objects SET idx = idx || \'{"pgc_guess": "big"}\''
+        " WHERE path = '/plone/page-1'",
+    )
+    # A transaction that has read the column ready: the next one's guess.
+    assert len(api.content.find(portal_type="Document")) == 3
+    transaction.commit()
+    preludes = []
+    prelude = connection._savepoint_and_columns
+
+    def counting(conn):
+        preludes.append(conn)
+        return prelude(conn)
+
+    monkeypatch.setattr(connection, "_savepoint_and_columns", counting)
+    snapshots.results.clear()
+    transaction.begin()
+    searches.clear()
+    assert [b.getId for b in api.content.find(pgc_guess="big")] == ["page-1"]
+    assert preludes == []
+    assert len(searches) == 1
+    assert '"pgc_guess" = ANY(' in searches[-1].statement
+    # Read in the same round trip: later reads set no savepoint of their own.
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert preludes == []
+    assert connection.ready_columns(portal)["pgc_guess"] == "text"
+
+    # Not ready any more: the guess is wrong, the search runs again on idx.
+    transaction.commit()
+    _query_commit(
+        dsn, "UPDATE pgcatalog_columns SET ready = false WHERE name = 'pgc_guess'"
+    )
+    snapshots.results.clear()
+    transaction.begin()
+    searches.clear()
+    assert [b.getId for b in api.content.find(pgc_guess="big")] == ["page-1"]
+    assert ['"pgc_guess" = ANY(' in s.statement for s in searches] == [True, False]
+    assert "(idx -> 'pgc_guess') = ANY(" in searches[-1].statement
+    assert preludes == []
+    assert "pgc_guess" not in connection.ready_columns(portal)
+
+    # Guessed ready, gone since (dropped by hand, the index kept): the
+    # search fails, the transaction goes back to its savepoint, and the
+    # search runs on idx.
+    transaction.commit()
+    _query_commit(
+        dsn, "UPDATE pgcatalog_columns SET ready = true WHERE name = 'pgc_guess'"
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        columns.drop_column(conn, "pgc_guess", "5s")
+    portal._p_jar._storage._main._pgcatalog_columns_seen = {
+        **connection.likely_columns(portal),
+        "pgc_guess": "text",
+    }
+    snapshots.results.clear()
+    transaction.begin()
+    searches.clear()
+    assert [b.getId for b in api.content.find(pgc_guess="big")] == ["page-1"]
+    assert len(preludes) == 1
+    assert len(searches) == 1
+    assert "(idx -> 'pgc_guess') = ANY(" in searches[-1].statement

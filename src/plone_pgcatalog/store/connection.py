@@ -126,14 +126,8 @@ def reading(context):
     """
     storage = _storage_instance(context)
     conn = _pg_connection(storage)
-    current = _jar(context).transaction_manager.get()
-    in_transaction = conn.info.transaction_status == TransactionStatus.INTRANS
-    if (
-        in_transaction
-        and getattr(storage, "_pgcatalog_savepoint_of", None) is not current
-    ):
-        storage._pgcatalog_columns = _savepoint_and_columns(conn)
-        storage._pgcatalog_savepoint_of = current
+    if _savepoint_missing(context, storage, conn):
+        _mark_savepoint(context, storage, _savepoint_and_columns(conn))
     try:
         yield conn
     except psycopg.Error:
@@ -145,6 +139,77 @@ def reading(context):
                 # inside one ZODB transaction): nothing to go back to.
                 logger.warning("catalog read failed; the read snapshot is lost")
         raise
+
+
+def _savepoint_missing(context, storage, conn) -> bool:
+    """Whether the next catalog read of the transaction is its first: in a
+    read transaction, with no savepoint set yet."""
+    if conn.info.transaction_status != TransactionStatus.INTRANS:
+        return False
+    current = _jar(context).transaction_manager.get()
+    return getattr(storage, "_pgcatalog_savepoint_of", None) is not current
+
+
+def _mark_savepoint(context, storage, ready: dict[str, str]) -> None:
+    storage._pgcatalog_columns = ready
+    storage._pgcatalog_savepoint_of = _jar(context).transaction_manager.get()
+    # What the next transaction's first search translates with
+    # (``likely_columns``); shared by the storage's instances.
+    storage._main._pgcatalog_columns_seen = ready
+
+
+def first_read(context) -> bool:
+    """Whether the next catalog read of the current transaction is its
+    first, which sets the savepoint and reads the ready typed columns
+    (``reading``): ``search_first`` does both with a search, in its round
+    trip."""
+    storage = _storage_instance(context)
+    return _savepoint_missing(context, storage, _pg_connection(storage))
+
+
+def likely_columns(context) -> dict[str, str]:
+    """The typed columns the last read snapshot of this database (in this
+    process) had ready: what the next snapshot most likely has, since
+    columns come and go only with ``addIndex``/``delIndex``.
+    ``search_first`` tells whether the guess was right."""
+    return getattr(_storage_instance(context)._main, "_pgcatalog_columns_seen", {})
+
+
+def search_first(context, statement, params) -> tuple[dict[str, str], list | None]:
+    """The first catalog read of a transaction (``first_read``): the
+    savepoint, the page cost and the ready typed columns (as ``reading``
+    sets and reads them) and the search ``statement``, in one round trip.
+
+    Returns ``(ready columns, rows)``.  The search was translated with
+    ``likely_columns``: its rows are the answer only if those are the
+    ready columns.  ``rows`` is None when the search failed (a column the
+    guess named is gone, no table yet, a bad query): the transaction is
+    back at its savepoint, and the caller runs the search again through
+    ``reading``, where an error that is the search's own propagates.
+    """
+    storage = _storage_instance(context)
+    conn = _pg_connection(storage)
+    try:
+        with conn.pipeline():
+            with (
+                conn.cursor(row_factory=tuple_row) as prelude,
+                json_cursor(conn) as cursor,
+            ):
+                _send_prelude(prelude)
+                cursor.execute(statement, params, prepare=False)
+                ready = dict(prelude.fetchall())
+                rows = cursor.fetchall()
+    except psycopg.Error:
+        if conn.info.transaction_status == TransactionStatus.INERROR:
+            try:
+                conn.execute(_BACK_TO_SAVEPOINT)
+            except psycopg.Error:
+                logger.warning("catalog read failed; the read snapshot is lost")
+                raise
+        # ``reading`` sets the savepoint again and reads the columns.
+        return {}, None
+    _mark_savepoint(context, storage, ready)
+    return ready, rows
 
 
 def _random_page_cost() -> str | None:
@@ -178,6 +243,17 @@ RANDOM_PAGE_COST = _random_page_cost()
 _PAGE_COST = "SELECT set_config('random_page_cost', %s, true)"
 
 
+def _send_prelude(cursor: psycopg.Cursor) -> None:
+    # In a pipeline: the page cost (before the savepoint: a failed read
+    # keeps it), the savepoint, the table's share lock, then the ready
+    # columns (``cursor``'s result).
+    if RANDOM_PAGE_COST is not None:
+        cursor.execute(_PAGE_COST, (RANDOM_PAGE_COST,))
+    cursor.execute(_SAVEPOINT)
+    cursor.execute(columns.LOCK)
+    cursor.execute(columns.READY)
+
+
 def _savepoint_and_columns(conn: psycopg.Connection) -> dict[str, str]:
     """Set the read savepoint, the planner's page cost for the rest of the
     transaction (before the savepoint: a failed read keeps it), and read the
@@ -185,11 +261,7 @@ def _savepoint_and_columns(conn: psycopg.Connection) -> dict[str, str]:
     ``{column: kind}``."""
     try:
         with conn.pipeline(), conn.cursor(row_factory=tuple_row) as cursor:
-            if RANDOM_PAGE_COST is not None:
-                cursor.execute(_PAGE_COST, (RANDOM_PAGE_COST,))
-            cursor.execute(_SAVEPOINT)
-            cursor.execute(columns.LOCK)
-            cursor.execute(columns.READY)
+            _send_prelude(cursor)
             found = cursor.fetchall()
         return dict(found)
     except (psycopg.errors.UndefinedTable, psycopg.errors.WrongObjectType):

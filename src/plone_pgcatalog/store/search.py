@@ -79,12 +79,21 @@ def _execute(conn: psycopg.Connection, statement, params) -> list[tuple]:
 def run_search(conn: psycopg.Connection, search: SearchSQL) -> Found:
     """Run the window's query, or the first ``FIRST_ROWS`` of a result
     without a window (one round trip; two past the end of a window)."""
+    return found_by(conn, search, _execute(conn, *search_statement(search)))
+
+
+def search_statement(search: SearchSQL) -> tuple[sql.Composed, tuple]:
+    """The statement ``run_search`` runs: the window's query, or the first
+    ``FIRST_ROWS`` of a result without a window, counted."""
+    if not search.windowed and search.python_slice is None:
+        return search.rows_query(FIRST_ROWS, 0, counted=True)
+    return search.ids_query()
+
+
+def found_by(conn: psycopg.Connection, search: SearchSQL, rows: list) -> Found:
+    """What the rows of ``search_statement`` found (counted with one more
+    query when a window past the end returned none)."""
     first = not search.windowed and search.python_slice is None
-    if first:
-        statement, params = search.rows_query(FIRST_ROWS, 0, counted=True)
-    else:
-        statement, params = search.ids_query()
-    rows = _execute(conn, statement, params)
     if search.python_slice is not None:
         # A negative batch: the whole result came, cut as ZCatalog cuts it.
         total = len(rows)
