@@ -336,6 +336,7 @@ class Recorded:
 def _record(catalog, query: dict, call: str) -> Recorded:
     """Search as Plone does; keep the tool's SQL instead of running it."""
     from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import connection
     from plone_pgcatalog.store import search
 
     recorded = Recorded()
@@ -344,8 +345,15 @@ def _record(catalog, query: dict, call: str) -> Recorded:
         recorded.plans.append(plan)
         return search.Found([], 0)
 
+    def search_first(context, statement, params):
+        # Not sent: the search then goes through ``reading`` and
+        # ``run_search``, translated for the columns the snapshot has.
+        return {}, None
+
     original = search.run_search
     search.run_search = run_search
+    original_first = connection.search_first
+    connection.search_first = search_first
     # Every search must reach run_search: none answered from the results
     # kept per committed state.
     cache_enabled, snapshots.results.enabled = snapshots.results.enabled, False
@@ -359,6 +367,7 @@ def _record(catalog, query: dict, call: str) -> Recorded:
         recorded.error = exc
     finally:
         search.run_search = original
+        connection.search_first = original_first
         snapshots.results.enabled = cache_enabled
     return recorded
 
