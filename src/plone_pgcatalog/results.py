@@ -13,7 +13,6 @@ Must not compose SQL itself.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.conflicts import found_by_searches
@@ -36,14 +35,14 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
     ``searchResults`` gives them (without the security terms the tool adds)."""
     pending = current_pending()
     overlay = pending.overlay() if pending else Overlay()
-    context = QueryContext(text_configs=text_configs(query))
+    configs = text_configs(query)
 
     def translate(columns: dict[str, str]):
         return build_query(
             query,
             catalog.getIndexDefinitions(),
             catalog.site_path(),
-            replace(context, columns=columns),
+            QueryContext(text_configs=configs, columns=columns),
             overlay,
             match_all=match_all,
         )
@@ -69,7 +68,7 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
             plan, translated_with = translate(ready), ready
 
     def run() -> search.Found:
-        if first and connection.first_read(catalog):
+        if first:
             statement, params = search.search_statement(plan)
             ready, rows = connection.search_first(catalog, statement, params)
             if rows is not None and ready == translated_with:

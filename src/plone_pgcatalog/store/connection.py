@@ -131,14 +131,23 @@ def reading(context):
     try:
         yield conn
     except psycopg.Error:
-        if conn.info.transaction_status == TransactionStatus.INERROR:
-            try:
-                conn.execute(_BACK_TO_SAVEPOINT)
-            except psycopg.Error:
-                # The snapshot began after the savepoint was set (a sync
-                # inside one ZODB transaction): nothing to go back to.
-                logger.warning("catalog read failed; the read snapshot is lost")
+        _back_to_savepoint(conn)
         raise
+
+
+def _back_to_savepoint(conn: psycopg.Connection) -> bool:
+    """After a failed catalog read: the transaction back at the read
+    savepoint if the failure aborted it.  False if the snapshot is lost."""
+    if conn.info.transaction_status != TransactionStatus.INERROR:
+        return True
+    try:
+        conn.execute(_BACK_TO_SAVEPOINT)
+    except psycopg.Error:
+        # The snapshot began after the savepoint was set (a sync inside
+        # one ZODB transaction): nothing to go back to.
+        logger.warning("catalog read failed; the read snapshot is lost")
+        return False
+    return True
 
 
 def _savepoint_missing(context, storage, conn) -> bool:
@@ -200,12 +209,8 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
                 ready = dict(prelude.fetchall())
                 rows = cursor.fetchall()
     except psycopg.Error:
-        if conn.info.transaction_status == TransactionStatus.INERROR:
-            try:
-                conn.execute(_BACK_TO_SAVEPOINT)
-            except psycopg.Error:
-                logger.warning("catalog read failed; the read snapshot is lost")
-                raise
+        if not _back_to_savepoint(conn):
+            raise
         # ``reading`` sets the savepoint again and reads the columns.
         return {}, None
     _mark_savepoint(context, storage, ready)
