@@ -20,7 +20,9 @@ index views of ``indexes.py``), and the column can never disagree with it:
   ``FILL_BATCH`` rows, each its own short transaction, while the site
   runs (``add_column``); writers wait for one batch at most;
 - a column is kept in the row (storage MAIN), unless its values are wide
-  (``WIDE``);
+  (``WIDE``): decided before the fill, so that rows take their form as
+  they are filled (``move_wide_out``: the upgrade to schema 7 of columns
+  made before);
 - the column counts as ``ready`` once filled and indexed: only then do
   searches use it (``READY``, read once per request in the request's
   snapshot, so a search and the columns it uses agree).
@@ -127,8 +129,20 @@ FILL_BATCH = 2000
 #: Typed values are kept in the row (storage MAIN: the table's TOAST
 #: settings move ``idx``, ``meta`` and ``searchable_text`` out first,
 #: ``schema.TABLE_DDL``), unless a column's values are this wide on
-#: average (bytes, as stored) when it is filled: then they go out too.
+#: average (bytes, uncompressed): then they go out too (storage
+#: EXTENDED), so that rows stay narrow.  Measured on the rows of the
+#: table when the column is added (``_wide``).
 WIDE = 256
+
+#: Indexes whose values are wide on every Plone site, for a column added
+#: when the table has no rows to measure yet (a new site): the interfaces
+#: an object provides, some 60 names (1.8 KB).  Kept in the row, they
+#: made a Plone page's row 1.2 KB instead of 0.5 (four rows a page
+#: instead of 16).
+WIDE_INDEXES = frozenset({"object_provides"})
+
+#: Rows measured to tell whether a column's values are wide.
+WIDE_SAMPLE = 1000
 
 COLUMNS_TABLE = "pgcatalog_columns"
 
@@ -305,11 +319,8 @@ def add_column(
                 ).format(sql.Identifier(name), sql.SQL(KINDS[kind].sql_type))
             )
             if KINDS[kind].varlena:
-                cur.execute(
-                    sql.SQL(
-                        "ALTER TABLE pgcatalog_objects ALTER COLUMN {} SET STORAGE MAIN"
-                    ).format(sql.Identifier(name))
-                )
+                # Before the fill, so that the fill writes rows in their form.
+                _set_storage(cur, name, _wide(cur, name, kind))
             cur.execute(
                 "INSERT INTO pgcatalog_columns (name, kind) VALUES (%s, %s)"
                 " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
@@ -321,22 +332,6 @@ def add_column(
     method = KINDS[kind].method
     with conn.transaction(), conn.cursor() as cur:
         _set_lock_timeout(cur, lock_timeout)
-        cur.execute(
-            sql.SQL("SELECT avg(pg_column_size({})) FROM pgcatalog_objects").format(
-                sql.Identifier(name)
-            )
-        )
-        size = cur.fetchone()[0]
-        if KINDS[kind].varlena and size is not None and size > WIDE:
-            # Wide values (``object_provides``: some 60 interface names)
-            # go out of the row, so that rows stay narrow; GIN answers the
-            # queries on them without reading them.
-            cur.execute(
-                sql.SQL(
-                    "ALTER TABLE pgcatalog_objects ALTER COLUMN {}"
-                    " SET STORAGE EXTENDED"
-                ).format(sql.Identifier(name))
-            )
         if method is not None:
             cur.execute(
                 sql.SQL(
@@ -359,20 +354,58 @@ def add_column(
     return True
 
 
+def _wide(cur: psycopg.Cursor, name: str, kind: str) -> bool:
+    """Whether the values of typed column ``name`` are wide (``WIDE``):
+    measured on up to ``WIDE_SAMPLE`` rows' values derived from ``idx``,
+    or, where no row has one yet, by ``WIDE_INDEXES``."""
+    cur.execute(
+        sql.SQL(
+            "SELECT avg(pg_column_size({})) FROM (SELECT idx FROM pgcatalog_objects"
+            " WHERE idx ? %s LIMIT %s) AS o"
+        ).format(derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(name)))),
+        (name, WIDE_SAMPLE),
+    )
+    size = cur.fetchone()[0]
+    if size is None:
+        return name in WIDE_INDEXES
+    return size > WIDE
+
+
+def _set_storage(cur: psycopg.Cursor, name: str, wide: bool) -> None:
+    # Wide values go out of the row with ``idx``; GIN answers the queries
+    # on them without reading them.
+    cur.execute(
+        sql.SQL("ALTER TABLE pgcatalog_objects ALTER COLUMN {} SET STORAGE {}").format(
+            sql.Identifier(name), sql.SQL("EXTENDED" if wide else "MAIN")
+        )
+    )
+
+
 def _fill(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) -> int:
     """Set the column of the rows written before it existed, in batches in
     zoid order (rows written since are set by the trigger).  Returns the
     number of rows filled; logs progress every 10 seconds."""
-    column = sql.Identifier(name)
+    value = derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(name)))
+    return _rewrite(conn, name, value, lock_timeout, "filling")
+
+
+def _rewrite(
+    conn: psycopg.Connection,
+    name: str,
+    value: sql.Composable,
+    lock_timeout: str,
+    doing: str,
+) -> int:
+    """Set column ``name`` of every row to ``value`` (SQL on the row, ``o``),
+    in batches of ``FILL_BATCH`` rows in zoid order, each its own
+    transaction.  Returns the number of rows written; logs progress
+    every 10 seconds."""
     batch = sql.SQL(
         "WITH batch AS (SELECT zoid FROM pgcatalog_objects WHERE zoid > %s"
         " ORDER BY zoid LIMIT %s)"
         " UPDATE pgcatalog_objects AS o SET {column} = {value} FROM batch"
         " WHERE o.zoid = batch.zoid RETURNING o.zoid"
-    ).format(
-        column=column,
-        value=derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(name))),
-    )
+    ).format(column=sql.Identifier(name), value=value)
     last, filled = -1, 0
     started = logged = time.monotonic()
     while True:
@@ -388,11 +421,45 @@ def _fill(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) -> 
         if now - logged >= 10:
             logged = now
             logger.info(
-                "plone_pgcatalog: filling column %r: %d rows, %.0f rows/s",
+                "plone_pgcatalog: %s column %r: %d rows, %.0f rows/s",
+                doing,
                 name,
                 filled,
                 filled / (now - started),
             )
+
+
+def move_wide_out(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
+    """Move the values of the typed columns that are wide (``_wide``) out
+    of the rows: storage EXTENDED, then every row written again in
+    batches (PostgreSQL moves a value out when its row is next written),
+    then ``VACUUM`` so that the space of the old row versions is used
+    again.  Schema 6 kept ``object_provides`` in the row on sites whose
+    table was empty when the column was made (every new site), and rows
+    filled before the storage changed on the others.  The names of the
+    columns moved out; ``conn`` is in autocommit mode."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT c.name, c.kind FROM pgcatalog_columns AS c"
+            " JOIN pg_attribute AS a ON a.attrelid = to_regclass('pgcatalog_objects')"
+            " AND a.attname = c.name AND NOT a.attisdropped ORDER BY c.name"
+        )
+        made = [(name, kind) for name, kind in cur.fetchall() if kind in KINDS]
+    moved = []
+    for name, kind in made:
+        if not KINDS[kind].varlena:
+            continue
+        with conn.transaction(), conn.cursor() as cur:
+            _set_lock_timeout(cur, EXCLUSIVE_LOCK_TIMEOUT)
+            wide = _wide(cur, name, kind)
+            if wide:
+                _set_storage(cur, name, wide=True)
+        if wide:
+            _rewrite(conn, name, sql.Identifier(name), lock_timeout, "moving out")
+            moved.append(name)
+    if moved:
+        conn.execute("VACUUM (ANALYZE) pgcatalog_objects")
+    return moved
 
 
 def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) -> bool:

@@ -69,7 +69,9 @@ import psycopg
 #: 5: the catalog's own table, ``pgcatalog_objects`` (``store.upgrade5``).
 #: 6: typed columns for the hot indexes (``store.columns``), added and
 #: filled online by the upgrade step; their expression indexes go.
-SCHEMA_VERSION = 6
+#: 7: the values of wide typed columns out of the row (schema 6 kept
+#: ``object_provides`` in it on new sites): rows written again.
+SCHEMA_VERSION = 7
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
