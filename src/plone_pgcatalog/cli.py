@@ -205,10 +205,14 @@ def open_zope(config: Path):
         raise CommandError(
             f"cannot read the Zope configuration {str(config)!r}: {exc.strerror}"
         ) from exc
+    from plone_pgcatalog.store import connection
     from Zope2.Startup.run import make_wsgi_app
 
     import ZConfig
 
+    # A command reads whole catalogs on purpose (verify, stats, rebuild):
+    # the timeout that protects a web request's catalog reads is off.
+    connection.set_statement_timeout("0")
     try:
         make_wsgi_app({}, str(config))
     except ZConfig.ConfigurationError as exc:

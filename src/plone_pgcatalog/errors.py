@@ -31,6 +31,11 @@ class QueryError(PGCatalogError, ValueError):
     """A query value cannot be translated; the message names index and value."""
 
 
+class SearchTimeout(PGCatalogError, CatalogError):
+    """A catalog read ran longer than the catalog's statement timeout and
+    PostgreSQL cancelled it; the request's snapshot stays usable."""
+
+
 class DateSyntaxError(QueryError, DateTimeSyntaxError):
     """A query date DateTime cannot parse (also DateTime's SyntaxError)."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.conflicts import found_by_searches
+from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import build_query
@@ -87,6 +88,8 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
             run,
             keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
         )
+    except SearchTimeout as error:
+        raise SearchTimeout(f"{error}; the query: {query!r}") from error.__cause__
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
         # The catalog's table is created before the first write
         # transaction; until then nothing is cataloged.

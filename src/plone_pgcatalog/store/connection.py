@@ -21,6 +21,7 @@ from __future__ import annotations
 from Acquisition import aq_chain
 from contextlib import contextmanager
 from plone_pgcatalog.errors import PGCatalogConfigurationError
+from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.store import columns
 from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
@@ -31,6 +32,7 @@ import logging
 import orjson
 import os
 import psycopg
+import re
 
 
 class _OrjsonLoader(JsonbLoader):
@@ -130,9 +132,24 @@ def reading(context):
         _mark_savepoint(context, storage, _savepoint_and_columns(conn))
     try:
         yield conn
+    except psycopg.errors.QueryCanceled as error:
+        _back_to_savepoint(conn)
+        raise _cancelled(error) from error
     except psycopg.Error:
         _back_to_savepoint(conn)
         raise
+
+
+def _cancelled(error: psycopg.errors.QueryCanceled) -> SearchTimeout:
+    """The error of a catalog read PostgreSQL cancelled (its statement
+    timeout, ``STATEMENT_TIMEOUT``, or an operator's cancel)."""
+    timeout = STATEMENT_TIMEOUT or "the server's"
+    return SearchTimeout(
+        f"catalog read cancelled by PostgreSQL ({error.diag.message_primary});"
+        f" the catalog's statement timeout is {timeout}"
+        " (PGCATALOG_STATEMENT_TIMEOUT): narrow the query (a path, a type,"
+        " fewer words) or raise the setting"
+    )
 
 
 def _back_to_savepoint(conn: psycopg.Connection) -> bool:
@@ -208,9 +225,13 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
                 cursor.execute(statement, params, prepare=False)
                 ready = dict(prelude.fetchall())
                 rows = cursor.fetchall()
-    except psycopg.Error:
+    except psycopg.Error as error:
         if not _back_to_savepoint(conn):
             raise
+        if isinstance(error, psycopg.errors.QueryCanceled):
+            # Not run again: it would run as long.  The next read sets the
+            # savepoint again (``reading``).
+            raise _cancelled(error) from error
         # ``reading`` sets the savepoint again and reads the columns.
         return {}, None
     _mark_savepoint(context, storage, ready)
@@ -245,15 +266,67 @@ def _random_page_cost() -> str | None:
 #: saved (100,000 rows: 27.7 ms instead of 4.6 for ``portal_type``).
 RANDOM_PAGE_COST = _random_page_cost()
 
-_PAGE_COST = "SELECT set_config('random_page_cost', %s, true)"
+
+def _statement_timeout() -> str | None:
+    """``statement_timeout`` for the catalog's reads, from the environment
+    (``PGCATALOG_STATEMENT_TIMEOUT``, default 30s; "server" keeps the
+    server's setting, 0 none)."""
+    value = os.environ.get("PGCATALOG_STATEMENT_TIMEOUT", "30s").strip().lower()
+    if value == "server":
+        return None
+    if re.fullmatch(r"\d{1,9}(ms|s|min)?", value) is None:
+        logger.warning(
+            "PGCATALOG_STATEMENT_TIMEOUT=%r is not a duration (30s, 500ms,"
+            " 2min, 0): the server's statement_timeout applies",
+            value,
+        )
+        return None
+    return value
+
+
+#: How long one catalog read may run before PostgreSQL cancels it: a
+#: search that would read a large site for minutes (a runaway query, a
+#: plan gone wrong) ends with ``SearchTimeout`` instead of holding a
+#: worker thread and a connection.  For the reads of a request's
+#: transaction (``SET LOCAL``, with its first catalog read); its object
+#: loads are bounded by it too, its commit is not (another transaction).
+STATEMENT_TIMEOUT = _statement_timeout()
+
+
+def _settings_statement() -> tuple[str, tuple] | None:
+    settings = [
+        (name, value)
+        for name, value in (
+            ("random_page_cost", RANDOM_PAGE_COST),
+            ("statement_timeout", STATEMENT_TIMEOUT),
+        )
+        if value is not None
+    ]
+    if not settings:
+        return None
+    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+    return f"SELECT {calls}", tuple(item for pair in settings for item in pair)
+
+
+#: One statement setting both for the transaction.
+_SETTINGS = _settings_statement()
+
+
+def set_statement_timeout(value: str | None) -> None:
+    """Set ``STATEMENT_TIMEOUT`` for this process's next transactions (a
+    duration as PostgreSQL reads it; "0" none; None the server's): the
+    ``pgcatalog`` command reads whole catalogs on purpose and sets "0"."""
+    global STATEMENT_TIMEOUT, _SETTINGS
+    STATEMENT_TIMEOUT = value
+    _SETTINGS = _settings_statement()
 
 
 def _send_prelude(cursor: psycopg.Cursor) -> None:
-    # In a pipeline: the page cost (before the savepoint: a failed read
-    # keeps it), the savepoint, the table's share lock, then the ready
-    # columns (``cursor``'s result).
-    if RANDOM_PAGE_COST is not None:
-        cursor.execute(_PAGE_COST, (RANDOM_PAGE_COST,))
+    # In a pipeline: the page cost and the timeout (before the savepoint:
+    # a failed read keeps them), the savepoint, the table's share lock,
+    # then the ready columns (``cursor``'s result).
+    if _SETTINGS is not None:
+        cursor.execute(*_SETTINGS)
     cursor.execute(_SAVEPOINT)
     cursor.execute(columns.LOCK)
     cursor.execute(columns.READY)
