@@ -13,6 +13,7 @@ from DateTime.interfaces import DateError as DateTimeDateError
 from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
 from DateTime.interfaces import TimeError as DateTimeTimeError
 from Products.ZCatalog.Catalog import CatalogError
+from transaction.interfaces import TransientError
 
 
 class PGCatalogError(Exception):
@@ -34,6 +35,14 @@ class QueryError(PGCatalogError, ValueError):
 class SearchTimeout(PGCatalogError, CatalogError):
     """A catalog read ran longer than the catalog's statement timeout and
     PostgreSQL cancelled it; the request's snapshot stays usable."""
+
+
+class ConnectionLost(PGCatalogError, TransientError):
+    """The PostgreSQL connection of the request's catalog reads was lost
+    (a server restart, ``pg_terminate_backend``, a network failure).  A
+    ``TransientError``: Zope's publisher runs the request again (three
+    times at most), in a new transaction, for which zodb-pgjsonb connects
+    anew; while PostgreSQL is down, each try fails as fast."""
 
 
 class DateSyntaxError(QueryError, DateTimeSyntaxError):

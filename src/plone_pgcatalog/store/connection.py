@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from Acquisition import aq_chain
 from contextlib import contextmanager
+from plone_pgcatalog.errors import ConnectionLost
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.store import columns
@@ -135,9 +136,18 @@ def reading(context):
     except psycopg.errors.QueryCanceled as error:
         _back_to_savepoint(conn)
         raise _cancelled(error) from error
-    except psycopg.Error:
+    except psycopg.Error as error:
+        if conn.closed:
+            raise _lost(error) from error
         _back_to_savepoint(conn)
         raise
+
+
+def _lost(error: psycopg.Error) -> ConnectionLost:
+    return ConnectionLost(
+        f"the catalog's PostgreSQL connection is lost ({error}): the request"
+        " is tried again in a new transaction, which connects anew"
+    )
 
 
 def _cancelled(error: psycopg.errors.QueryCanceled) -> SearchTimeout:
@@ -226,6 +236,8 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
                 ready = dict(prelude.fetchall())
                 rows = cursor.fetchall()
     except psycopg.Error as error:
+        if conn.closed:
+            raise _lost(error) from error
         if not _back_to_savepoint(conn):
             raise
         if isinstance(error, psycopg.errors.QueryCanceled):
