@@ -5,8 +5,11 @@ them, are described in ``DESIGN.md`` of the project and in each module's
 docstring.
 """
 
+from plone_pgcatalog import indexqueue
 from plone_pgcatalog import security
 
 # Content of a site whose catalog is ours reindexes the security of a
 # subtree from the stored states (security.py); other sites keep CMFCore's.
 security.install()
+# CMFCore's indexing queue guard, per thread (indexqueue.py).
+indexqueue.install()

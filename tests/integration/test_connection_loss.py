@@ -70,6 +70,24 @@ def test_a_read_on_a_lost_connection_fails_at_once_and_the_next_transaction_work
     assert _others(dsn) == connections
 
 
+def test_the_first_catalog_read_after_object_loads_on_a_lost_connection(pg_layer):
+    """The request's snapshot began (objects loaded), then the connection
+    went, then its first catalog read: not a search (``search_first``) but
+    a read that sets the savepoint alone (``reading``), as the UID index
+    does for a page's head links."""
+    portal = _site(pg_layer)
+    catalog = portal.portal_catalog
+    dsn = pg_layer["pgcatalog_dsn"]
+    transaction.begin()
+    assert portal["page"].title == "Page"
+    _others(dsn, terminate=True)
+    with pytest.raises(ConnectionLost):
+        catalog.getCounter()
+    transaction.abort()
+    transaction.begin()
+    assert catalog.getCounter() > 0
+
+
 def test_the_first_read_of_a_transaction_on_a_lost_connection(pg_layer):
     """The connection lost between two transactions' reads: zodb-pgjsonb
     connects anew when the next transaction begins."""

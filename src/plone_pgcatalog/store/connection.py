@@ -129,8 +129,13 @@ def reading(context):
     """
     storage = _storage_instance(context)
     conn = _pg_connection(storage)
-    if _savepoint_missing(context, storage, conn):
-        _mark_savepoint(context, storage, _savepoint_and_columns(conn))
+    try:
+        if _savepoint_missing(context, storage, conn):
+            _mark_savepoint(context, storage, _savepoint_and_columns(conn))
+    except psycopg.Error as error:
+        if conn.closed:
+            raise _lost(error) from error
+        raise
     try:
         yield conn
     except psycopg.errors.QueryCanceled as error:

