@@ -42,7 +42,7 @@ class ConnectionLost(PGCatalogError, TransientError):
     (a server restart, ``pg_terminate_backend``, a network failure).  A
     ``TransientError``: Zope's publisher runs the request again (three
     times at most), in a new transaction, for which zodb-pgjsonb connects
-    anew; while PostgreSQL is down, each try fails as fast."""
+    anew."""
 
 
 class DateSyntaxError(QueryError, DateTimeSyntaxError):

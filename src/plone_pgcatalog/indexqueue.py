@@ -62,3 +62,6 @@ def install() -> None:
     """Give ``Products.CMFCore.indexing`` a per-thread ``processing`` guard."""
     if not isinstance(indexing.processing, PerThreadSet):
         indexing.processing = PerThreadSet()
+    # CMFCore makes its one queue object when first asked, without a lock:
+    # made now, at import, while one thread runs.
+    indexing.getQueue()

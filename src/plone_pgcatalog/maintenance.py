@@ -34,9 +34,11 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from array import array
 from collections.abc import Iterator
+from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from Products.ZCatalog.interfaces import IProgressHandler
+from transaction.interfaces import TransientError
 from ZODB.POSException import ConflictError
 from ZODB.utils import u64
 from zope.interface import implementer
@@ -165,7 +167,10 @@ def refresh_catalog(tool, clear=0, pghandler=None) -> None:
             # pghandler not passed on: ZCatalog only tells it about
             # subtransactions, which this catalog does not make.
             tool.catalog_object(obj, path)
-        except ConflictError:
+        except (TransientError, SearchTimeout):
+            # A conflict, a lost connection (``ConnectionLost``): the
+            # transaction is tried again; a timeout: every object after
+            # would time out as well.
             raise
         except Exception:
             logger.exception("Recataloging object at %s failed", path)
@@ -231,7 +236,7 @@ def _walk(obj) -> Iterator:
             children = (obj._getOb(id, None) for id in ids)
         else:
             children = iter([item for _, item in obj.objectItems()])
-    except ConflictError:
+    except TransientError:  # a conflict, a lost connection
         raise
     except Exception:  # as ZopeFindAndApply: a container that cannot list
         return

@@ -27,8 +27,21 @@ from plone_pgcatalog.store.overlay import Overlay
 
 import logging
 import psycopg
+import reprlib
 
 logger = logging.getLogger(__name__)
+
+
+#: How much of a query an error message shows (values may be any length).
+_SHOWN = reprlib.Repr(maxstring=80, maxother=80, maxlist=8, maxdict=12)
+
+
+def _shown(query: dict) -> str:
+    """``query`` for an error message: shortened, without the user's roles
+    and groups (``allowedRolesAndUsers``)."""
+    return _SHOWN.repr(
+        {key: value for key, value in query.items() if key != "allowedRolesAndUsers"}
+    )
 
 
 def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults:
@@ -89,7 +102,7 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
             keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
         )
     except SearchTimeout as error:
-        raise SearchTimeout(f"{error}; the query: {query!r}") from error.__cause__
+        raise SearchTimeout(f"{error}; the query: {_shown(query)}") from error.__cause__
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
         # The catalog's table is created before the first write
         # transaction; until then nothing is cataloged.

@@ -133,7 +133,9 @@ def to_6(setup_tool) -> None:
         setup_tool,
         "typed columns",
         _typed_columns,
-        "run the upgrade step 5 to 6 again: it goes on where it stopped",
+        "set the version of plone_pgcatalog:default back to 5 in portal_setup"
+        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '5'))"
+        " and run the upgrade step 5 to 6 again: it goes on where it stopped",
     )
 
 
@@ -188,7 +190,9 @@ def to_7(setup_tool) -> None:
         setup_tool,
         "wide values out of the row",
         _wide_values_out,
-        "run the upgrade step 6 to 7 again: it writes the rows again",
+        "set the version of plone_pgcatalog:default back to 6 in portal_setup"
+        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '6'))"
+        " and run the upgrade step 6 to 7 again: it goes on where it stopped",
     )
 
 

@@ -30,13 +30,14 @@ def _site(pg_layer):
 
 
 def _others(dsn: str, terminate: bool = False) -> int:
-    """The number of the database's other connections (terminated if
-    ``terminate``)."""
+    """The number of the database's other client connections (those
+    terminated, if ``terminate``)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
-        call = "pg_terminate_backend(pid)" if terminate else "pid"
+        counted = "WHERE pg_terminate_backend(pid)" if terminate else "WHERE true"
         return conn.execute(
-            f"SELECT count({call}) FROM pg_stat_activity"
+            f"SELECT count(*) FILTER ({counted}) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND backend_type = 'client backend'"
         ).fetchone()[0]
 
 
@@ -53,7 +54,7 @@ def test_a_read_on_a_lost_connection_fails_at_once_and_the_next_transaction_work
     started = time.monotonic()
     with pytest.raises(ConnectionLost) as raised:
         len(catalog(id="page"))
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 5  # no wait for a timeout
     assert isinstance(raised.value, TransientError)
     assert "connection is lost" in str(raised.value)
     with pytest.raises(ConnectionLost):  # every later read of the transaction
@@ -67,7 +68,7 @@ def test_a_read_on_a_lost_connection_fails_at_once_and_the_next_transaction_work
     transaction.commit()
     transaction.begin()
     assert [b.Title for b in catalog(id="page")] == ["Renamed"]
-    assert _others(dsn) == connections
+    assert _others(dsn) <= connections  # new ones in place of the old
 
 
 def test_the_first_catalog_read_after_object_loads_on_a_lost_connection(pg_layer):
@@ -86,6 +87,22 @@ def test_the_first_catalog_read_after_object_loads_on_a_lost_connection(pg_layer
     transaction.abort()
     transaction.begin()
     assert catalog.getCounter() > 0
+
+
+def test_the_first_search_after_object_loads_on_a_lost_connection(pg_layer):
+    """As above, the first catalog read being a search: sent with the
+    savepoint in one pipeline (``search_first``)."""
+    portal = _site(pg_layer)
+    catalog = portal.portal_catalog
+    dsn = pg_layer["pgcatalog_dsn"]
+    transaction.begin()
+    assert portal["page"].title == "Page"
+    _others(dsn, terminate=True)
+    with pytest.raises(ConnectionLost):
+        len(catalog(id="page"))
+    transaction.abort()
+    transaction.begin()
+    assert [b.getPath() for b in catalog(id="page")] == ["/plone/page"]
 
 
 def test_the_first_read_of_a_transaction_on_a_lost_connection(pg_layer):

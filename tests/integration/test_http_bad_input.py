@@ -206,7 +206,7 @@ def _connections(dsn: str) -> int:
     with psycopg.connect(dsn) as conn:
         return conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND pid <> pg_backend_pid()"
+            " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
         ).fetchone()[0]
 
 

@@ -6,6 +6,7 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import upgrades
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import ddl
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import search
@@ -521,3 +522,34 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
             )
             transaction.commit()
             portal._p_jar.sync()
+
+
+def test_moving_wide_values_out_goes_on_where_it_stopped(pg_layer):
+    """A 6 -> 7 step tried again after a failure: the rows written before
+    it stopped (its progress in ``pgcatalog_state``) are not written
+    again, and a column done is skipped."""
+    portal = pg_layer["portal"]
+    zoids = sorted(_page(portal, f"resumed-{number}") for number in range(3))
+    with _database(portal) as conn:
+        conn.execute(
+            "ALTER TABLE pgcatalog_objects ALTER COLUMN object_provides"
+            " SET STORAGE MAIN"
+        )
+        conn.execute(
+            "UPDATE pgcatalog_objects SET object_provides ="
+            " array_cat(object_provides, '{}')"
+        )
+        # Stopped after the batch that ended at the second page.
+        conn.execute(
+            "INSERT INTO pgcatalog_state (key, value)"
+            " VALUES ('wide_out:object_provides', %s)",
+            (zoids[1],),
+        )
+        assert columns.move_wide_out(conn, "5s") == ["object_provides"]
+        assert not _out_of_the_row(conn, "object_provides", zoids[0])
+        assert not _out_of_the_row(conn, "object_provides", zoids[1])
+        assert _out_of_the_row(conn, "object_provides", zoids[2])
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'wide_out:object_provides'"
+        ).fetchone() == (2**63 - 1,)
+        assert columns.move_wide_out(conn, "5s") == []  # done: nothing again

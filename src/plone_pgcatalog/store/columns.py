@@ -294,6 +294,12 @@ def add_column(
     name = column_name(index_name)
     if name is None:
         return False
+    wide = False
+    if KINDS[kind].varlena:
+        # Measured before the exclusive lock below: readers never wait on it.
+        with conn.transaction(), conn.cursor() as cur:
+            _set_lock_timeout(cur, lock_timeout)
+            wide = _wide(cur, name, kind)
     with conn.transaction(), conn.cursor() as cur:
         # The exclusive lock of ADD COLUMN: new readers queue behind it
         # while it waits, so it waits briefly, and is tried again.
@@ -320,7 +326,7 @@ def add_column(
             )
             if KINDS[kind].varlena:
                 # Before the fill, so that the fill writes rows in their form.
-                _set_storage(cur, name, _wide(cur, name, kind))
+                _set_storage(cur, name, wide)
             cur.execute(
                 "INSERT INTO pgcatalog_columns (name, kind) VALUES (%s, %s)"
                 " ON CONFLICT (name) DO UPDATE SET kind = EXCLUDED.kind,"
@@ -356,14 +362,15 @@ def add_column(
 
 def _wide(cur: psycopg.Cursor, name: str, kind: str) -> bool:
     """Whether the values of typed column ``name`` are wide (``WIDE``):
-    measured on up to ``WIDE_SAMPLE`` rows' values derived from ``idx``,
-    or, where no row has one yet, by ``WIDE_INDEXES``."""
+    measured on the values derived from ``idx`` of the first
+    ``WIDE_SAMPLE`` rows (at most that many rows read), or, where none of
+    them has one, by ``WIDE_INDEXES``."""
     cur.execute(
         sql.SQL(
             "SELECT avg(pg_column_size({})) FROM (SELECT idx FROM pgcatalog_objects"
-            " WHERE idx ? %s LIMIT %s) AS o"
+            " LIMIT %s) AS o WHERE o.idx ? %s"
         ).format(derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(name)))),
-        (name, WIDE_SAMPLE),
+        (WIDE_SAMPLE, name),
     )
     size = cur.fetchone()[0]
     if size is None:
@@ -395,11 +402,14 @@ def _rewrite(
     value: sql.Composable,
     lock_timeout: str,
     doing: str,
+    progress: str | None = None,
 ) -> int:
     """Set column ``name`` of every row to ``value`` (SQL on the row, ``o``),
     in batches of ``FILL_BATCH`` rows in zoid order, each its own
     transaction.  Returns the number of rows written; logs progress
-    every 10 seconds."""
+    every 10 seconds.  With ``progress`` (a key of ``pgcatalog_state``),
+    each batch records its last zoid there, and a run after an interrupted
+    one goes on after it."""
     batch = sql.SQL(
         "WITH batch AS (SELECT zoid FROM pgcatalog_objects WHERE zoid > %s"
         " ORDER BY zoid LIMIT %s)"
@@ -407,12 +417,19 @@ def _rewrite(
         " WHERE o.zoid = batch.zoid RETURNING o.zoid"
     ).format(column=sql.Identifier(name), value=value)
     last, filled = -1, 0
+    if progress is not None:
+        with conn.cursor() as cur:
+            cur.execute(_PROGRESS, (progress,))
+            found = cur.fetchone()
+        last = found[0] if found else -1
     started = logged = time.monotonic()
     while True:
         with conn.transaction(), conn.cursor() as cur:
             _set_lock_timeout(cur, lock_timeout)
             cur.execute(batch, (last, FILL_BATCH))
             zoids = [row[0] for row in cur.fetchall()]
+            if zoids and progress is not None:
+                cur.execute(_RECORD_PROGRESS, (progress, max(zoids)))
         if not zoids:
             return filled
         filled += len(zoids)
@@ -429,15 +446,27 @@ def _rewrite(
             )
 
 
+_PROGRESS = "SELECT value FROM pgcatalog_state WHERE key = %s"
+_RECORD_PROGRESS = (
+    "INSERT INTO pgcatalog_state (key, value) VALUES (%s, %s)"
+    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+)
+#: The progress of a column whose rows are all written.
+_DONE = 2**63 - 1
+
+
 def move_wide_out(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     """Move the values of the typed columns that are wide (``_wide``) out
     of the rows: storage EXTENDED, then every row written again in
     batches (PostgreSQL moves a value out when its row is next written),
     then ``VACUUM`` so that the space of the old row versions is used
-    again.  Schema 6 kept ``object_provides`` in the row on sites whose
-    table was empty when the column was made (every new site), and rows
-    filled before the storage changed on the others.  The names of the
-    columns moved out; ``conn`` is in autocommit mode."""
+    again (a failed ``VACUUM`` is logged: autovacuum does it later).  Each
+    column's progress is kept in ``pgcatalog_state``: run again after a
+    failure, it goes on where it stopped.  Schema 6 kept
+    ``object_provides`` in the row on sites whose table was empty when the
+    column was made (every new site), and rows filled before the storage
+    changed on the others.  The names of the columns whose rows this run
+    wrote; ``conn`` is in autocommit mode."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT c.name, c.kind FROM pgcatalog_columns AS c"
@@ -455,10 +484,20 @@ def move_wide_out(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
             if wide:
                 _set_storage(cur, name, wide=True)
         if wide:
-            _rewrite(conn, name, sql.Identifier(name), lock_timeout, "moving out")
-            moved.append(name)
+            # Tried again after a failure, it goes on where it stopped (a
+            # column done is skipped: its progress is ``_DONE``).
+            progress = f"wide_out:{name}"
+            if _rewrite(
+                conn, name, sql.Identifier(name), lock_timeout, "moving out", progress
+            ):
+                moved.append(name)
+            conn.execute(_RECORD_PROGRESS, (progress, _DONE))
     if moved:
-        conn.execute("VACUUM (ANALYZE) pgcatalog_objects")
+        try:
+            conn.execute("VACUUM (ANALYZE) pgcatalog_objects")
+        except psycopg.Error as error:
+            # The rows are written: autovacuum takes the old versions later.
+            logger.warning("plone_pgcatalog: VACUUM after moving out failed: %s", error)
     return moved
 
 

@@ -131,21 +131,31 @@ def reading(context):
     conn = _pg_connection(storage)
     try:
         if _savepoint_missing(context, storage, conn):
+            # The settings, the savepoint, the lock (which waits while an
+            # operator's VACUUM FULL holds the table), the columns.
             _mark_savepoint(context, storage, _savepoint_and_columns(conn))
-    except psycopg.Error as error:
-        if conn.closed:
-            raise _lost(error) from error
-        raise
-    try:
         yield conn
-    except psycopg.errors.QueryCanceled as error:
-        _back_to_savepoint(conn)
-        raise _cancelled(error) from error
     except psycopg.Error as error:
-        if conn.closed:
-            raise _lost(error) from error
-        _back_to_savepoint(conn)
-        raise
+        failure = _recover(conn, error)
+        if failure is None or failure is error:
+            raise
+        raise failure from error
+
+
+def _recover(conn: psycopg.Connection, error: psycopg.Error) -> BaseException | None:
+    """After a failed catalog read: the transaction back at its read
+    savepoint where the failure aborted it.  What to raise instead of
+    ``error``: ``ConnectionLost`` for a broken connection, ``SearchTimeout``
+    for a cancelled read (the snapshot usable), ``error`` itself when the
+    snapshot is lost; None when the snapshot is usable and ``error`` is the
+    statement's own."""
+    if conn.broken:
+        return _lost(error)
+    if not _back_to_savepoint(conn):
+        return error
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return _cancelled(error)
+    return None
 
 
 def _lost(error: psycopg.Error) -> ConnectionLost:
@@ -156,14 +166,18 @@ def _lost(error: psycopg.Error) -> ConnectionLost:
 
 
 def _cancelled(error: psycopg.errors.QueryCanceled) -> SearchTimeout:
-    """The error of a catalog read PostgreSQL cancelled (its statement
-    timeout, ``STATEMENT_TIMEOUT``, or an operator's cancel)."""
-    timeout = STATEMENT_TIMEOUT or "the server's"
+    """The error of a catalog read PostgreSQL cancelled: at the statement
+    timeout (``STATEMENT_TIMEOUT``), or by an operator's cancel."""
+    reason = error.diag.message_primary or str(error)
+    if "statement timeout" not in reason:
+        return SearchTimeout(f"catalog read cancelled by PostgreSQL ({reason})")
+    if STATEMENT_TIMEOUT is None:
+        setting = "the server's statement_timeout (PGCATALOG_STATEMENT_TIMEOUT=server)"
+    else:
+        setting = f"PGCATALOG_STATEMENT_TIMEOUT ({STATEMENT_TIMEOUT})"
     return SearchTimeout(
-        f"catalog read cancelled by PostgreSQL ({error.diag.message_primary});"
-        f" the catalog's statement timeout is {timeout}"
-        " (PGCATALOG_STATEMENT_TIMEOUT): narrow the query (a path, a type,"
-        " fewer words) or raise the setting"
+        f"catalog read cancelled by PostgreSQL: it ran longer than {setting};"
+        " narrow the query (a path, a type, fewer words) or raise the setting"
     )
 
 
@@ -241,14 +255,14 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
                 ready = dict(prelude.fetchall())
                 rows = cursor.fetchall()
     except psycopg.Error as error:
-        if conn.closed:
-            raise _lost(error) from error
-        if not _back_to_savepoint(conn):
+        # A lost connection, a cancelled read (not run again: it would run
+        # as long) or a lost snapshot raise; the next read sets the
+        # savepoint again (``reading``).
+        failure = _recover(conn, error)
+        if failure is error:
             raise
-        if isinstance(error, psycopg.errors.QueryCanceled):
-            # Not run again: it would run as long.  The next read sets the
-            # savepoint again (``reading``).
-            raise _cancelled(error) from error
+        if failure is not None:
+            raise failure from error
         # ``reading`` sets the savepoint again and reads the columns.
         return {}, None
     _mark_savepoint(context, storage, ready)
@@ -284,6 +298,10 @@ def _random_page_cost() -> str | None:
 RANDOM_PAGE_COST = _random_page_cost()
 
 
+#: A duration as ``statement_timeout`` takes it (no unit: milliseconds).
+_DURATION = re.compile(r"\d{1,9}(ms|s|min)?")
+
+
 def _statement_timeout() -> str | None:
     """``statement_timeout`` for the catalog's reads, from the environment
     (``PGCATALOG_STATEMENT_TIMEOUT``, default 30s; "server" keeps the
@@ -291,7 +309,7 @@ def _statement_timeout() -> str | None:
     value = os.environ.get("PGCATALOG_STATEMENT_TIMEOUT", "30s").strip().lower()
     if value == "server":
         return None
-    if re.fullmatch(r"\d{1,9}(ms|s|min)?", value) is None:
+    if _DURATION.fullmatch(value) is None:
         logger.warning(
             "PGCATALOG_STATEMENT_TIMEOUT=%r is not a duration (30s, 500ms,"
             " 2min, 0): the server's statement_timeout applies",
@@ -334,6 +352,8 @@ def set_statement_timeout(value: str | None) -> None:
     duration as PostgreSQL reads it; "0" none; None the server's): the
     ``pgcatalog`` command reads whole catalogs on purpose and sets "0"."""
     global STATEMENT_TIMEOUT, _SETTINGS
+    if value is not None and _DURATION.fullmatch(value) is None:
+        raise ValueError(f"statement timeout {value!r} is not a duration (30s, 0)")
     STATEMENT_TIMEOUT = value
     _SETTINGS = _settings_statement()
 
