@@ -38,18 +38,15 @@ def _load_soak():
 soak = _load_soak()
 
 
-def test_two_instances_under_load_lose_nothing(tmp_path):
+def _soak(tmp_path, *args: str) -> tuple[dict, subprocess.CompletedProcess]:
+    """Run ``benchmarks/soak.py ARGS``: its result and the process."""
     output = tmp_path / "soak"
     # In a session of its own: on a timeout its instances and server go too.
     process = subprocess.Popen(
         [
             sys.executable,
             str(ROOT / "benchmarks" / "soak.py"),
-            "--faults",
-            "--duration",
-            "60",
-            "--clients",
-            "4",
+            *args,
             "--output",
             str(output),
         ],
@@ -67,7 +64,11 @@ def test_two_instances_under_load_lose_nothing(tmp_path):
         process.args, process.returncode, stdout, stderr
     )
     assert output.with_suffix(".json").exists(), finished.stderr[-3000:]
-    result = json.loads(output.with_suffix(".json").read_text())
+    return json.loads(output.with_suffix(".json").read_text()), finished
+
+
+def test_two_instances_under_load_lose_nothing(tmp_path):
+    result, finished = _soak(tmp_path, "--faults", "--duration", "60", "--clients", "4")
     assert result["requests"] >= 100  # the instances served
     assert result["acknowledged"] >= 20  # and wrote
     assert result["item_problems"] == []
@@ -87,4 +88,32 @@ def test_two_instances_under_load_lose_nothing(tmp_path):
     assert restart["slowest_failure_s"] <= soak.FAIL_FAST_S
     assert restart["pages_naming_sql"] == 0, restart["naming_sql"]
     assert None not in restart["serving_again_after_s"].values()  # recovered
+    assert finished.returncode == 0, finished.stdout[-3000:]
+
+
+def test_more_requests_than_the_pools_allow_wait_then_fail_and_recover(tmp_path):
+    """Two instances of four threads, each with two pooled connections, and
+    eight clients: requests beyond the pool wait its timeout (3 s), then
+    fail; nothing deadlocks, nothing is lost, and both instances answer
+    once the load is gone."""
+    result, finished = _soak(
+        tmp_path,
+        "--duration",
+        "30",
+        "--clients",
+        "8",
+        "--pool-max-size",
+        "2",
+        "--pool-timeout",
+        "3",
+    )
+    pool = result["pool"]
+    assert pool["timeouts"] > 0  # the pools were exhausted
+    assert pool["slowest_timeout_s"] <= 3 + soak.FAIL_FAST_S
+    assert pool["most_connections"] <= 2 * (2 + 2)
+    assert set(result["answers_after"].values()) == {200}
+    assert result["item_problems"] == []
+    assert result["verify"] == "0 differences"
+    assert result["connections_after"] == 0
+    assert soak.unexpected_errors(result) == {}
     assert finished.returncode == 0, finished.stdout[-3000:]
