@@ -151,6 +151,14 @@ class Instance:
             time.sleep(0.5)
         raise RuntimeError(f"instance on port {self.port} not up in {timeout:.0f} s")
 
+    def conflict_retries(self) -> int:
+        """Requests Zope ran again after a write conflict (its event log)."""
+        log = self.var / "instance" / "var" / "log" / "event.log"
+        if not log.exists():
+            return 0
+        with open(log, encoding="utf-8", errors="replace") as lines:
+            return sum("Request will be retried" in line for line in lines)
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
@@ -560,7 +568,8 @@ def report(result: dict) -> str:
         f" {result['requests']} requests, {result['rate']:.1f} a second.",
         f"- Acknowledged writes: {result['acknowledged']}; items at the end:"
         f" {result['items']} ({result['deleted']} deleted).",
-        f"- Errors by kind: {result['errors'] or 'none'}.",
+        f"- Errors by kind: {result['errors'] or 'none'}; requests Zope ran again"
+        f" after a write conflict: {result['conflict_retries']}.",
         f"- Checks: catalog rows of acknowledged writes"
         f" {'ok' if not result['item_problems'] else result['item_problems']};"
         f" `pgcatalog verify`: {result['verify']};"
@@ -887,6 +896,7 @@ def run(args) -> dict:
         problems = check_items(dsn, load.items, load.unknown)
         for instance in instances:
             instance.stop()
+        retries = sum(instance.conflict_retries() for instance in instances)
         verified = subprocess.run(
             [str(pgcatalog), "-C", str(instances[0].conf), "verify"],
             capture_output=True,
@@ -964,6 +974,7 @@ def run(args) -> dict:
         "item_problems": problems,
         "verify": verify,
         "connections_after": left,
+        "conflict_retries": retries,
         "answers_after": answers_after,
         "faults": faults,
         "pool": {
