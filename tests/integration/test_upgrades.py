@@ -223,20 +223,23 @@ def test_wide_typed_values_are_out_of_the_row_on_a_new_site(pg_layer):
     assert [brain.getPath() for brain in found] == ["/plone/narrow"]
 
 
+def _as_schema_6_left_it(conn) -> None:
+    """``object_provides`` as schema 6 left a new site: the column kept in
+    the row, and its values in it."""
+    conn.execute(
+        "ALTER TABLE pgcatalog_objects ALTER COLUMN object_provides SET STORAGE MAIN"
+    )
+    conn.execute(
+        "UPDATE pgcatalog_objects SET object_provides ="
+        " array_cat(object_provides, '{}')"
+    )
+
+
 def test_6_to_7_moves_wide_values_out_of_rows_schema_6_made(pg_layer):
     portal = pg_layer["portal"]
     zoids = [_page(portal, f"kept-{number}") for number in range(3)]
     with _database(portal) as conn:
-        # As schema 6 left a new site: the column kept in the row, and its
-        # values in it.
-        conn.execute(
-            "ALTER TABLE pgcatalog_objects ALTER COLUMN object_provides"
-            " SET STORAGE MAIN"
-        )
-        conn.execute(
-            "UPDATE pgcatalog_objects SET object_provides ="
-            " array_cat(object_provides, '{}')"
-        )
+        _as_schema_6_left_it(conn)
         conn.execute(
             "UPDATE pgcatalog_state SET value = 6 WHERE key = 'schema_version'"
         )
@@ -531,14 +534,7 @@ def test_moving_wide_values_out_goes_on_where_it_stopped(pg_layer):
     portal = pg_layer["portal"]
     zoids = sorted(_page(portal, f"resumed-{number}") for number in range(3))
     with _database(portal) as conn:
-        conn.execute(
-            "ALTER TABLE pgcatalog_objects ALTER COLUMN object_provides"
-            " SET STORAGE MAIN"
-        )
-        conn.execute(
-            "UPDATE pgcatalog_objects SET object_provides ="
-            " array_cat(object_provides, '{}')"
-        )
+        _as_schema_6_left_it(conn)
         # Stopped after the batch that ended at the second page.
         conn.execute(
             "INSERT INTO pgcatalog_state (key, value)"

@@ -24,6 +24,7 @@ from plone_pgcatalog.errors import ConnectionLost
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.store import columns
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
 from psycopg.types.json import JsonbLoader
@@ -329,6 +330,8 @@ STATEMENT_TIMEOUT = _statement_timeout()
 
 
 def _settings_statement() -> tuple[str, tuple] | None:
+    """One ``set_config`` per setting given, all in one statement, the
+    names and values bound."""
     settings = [
         (name, value)
         for name, value in (
@@ -339,8 +342,9 @@ def _settings_statement() -> tuple[str, tuple] | None:
     ]
     if not settings:
         return None
-    calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
-    return f"SELECT {calls}", tuple(item for pair in settings for item in pair)
+    calls = sql.SQL(", ").join(sql.SQL("set_config(%s, %s, true)") for _ in settings)
+    statement = sql.SQL("SELECT {}").format(calls).as_string(None)
+    return statement, tuple(item for pair in settings for item in pair)
 
 
 #: One statement setting both for the transaction.
