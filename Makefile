@@ -6,6 +6,7 @@
 # PYTHON=...            the Python 3.12 interpreter to build the venv with
 # PGCATALOG_DSN=...     run on this PostgreSQL database instead of var/pgdata
 # PGCATALOG_TEST_DSN=.. tests on this server instead of an embedded one
+# PGCATALOG_CHROMIUM=.. the Chromium binary of the browser tests
 
 SHELL := /bin/bash
 VENV := .venv
@@ -20,7 +21,7 @@ PYTHON ?= $(shell \
 	     ls -d "$$(pyenv root)"/versions/3.12.*/bin/python | sort -V | tail -n 1; \
 	else echo python3.12; fi)
 
-.PHONY: help install run test lint constraints clean bench
+.PHONY: help install run chromium test lint constraints clean bench
 
 help:
 	@echo "make run | make test | make lint | make clean"
@@ -40,7 +41,37 @@ install: $(VENV)/.installed
 run: install
 	$(BIN)/python -m plone_pgcatalog.demo.instance
 
-test: install
+# The browser tests (tests/browser) drive a headless Chromium through
+# Playwright.  Playwright's own browser download needs the internet and its
+# build may not run on the distribution, so they take the system's Chromium:
+# PGCATALOG_CHROMIUM, else `chromium` on the PATH, else /usr/bin/chromium
+# (the same order as tests/browser/conftest.py).  As root on Debian or
+# Ubuntu it is installed here; anywhere else make stops and says what to
+# install, rather than let the tests fail (they never skip).  apt-get update
+# only when the install fails: the package lists are usually fresh enough.
+chromium:
+	@if [ -n "$$PGCATALOG_CHROMIUM" ]; then \
+	  [ -x "$$PGCATALOG_CHROMIUM" ] && exit 0; \
+	  echo "PGCATALOG_CHROMIUM=$$PGCATALOG_CHROMIUM is not an executable file."; \
+	  exit 1; \
+	fi; \
+	if command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ]; then \
+	  exit 0; \
+	fi; \
+	if [ "$$(id -u)" = 0 ] && [ -f /etc/debian_version ] && \
+	   command -v apt-get >/dev/null 2>&1; then \
+	  echo "Installing Chromium for the browser tests (apt-get install chromium)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y chromium || \
+	    { apt-get update && apt-get install -y chromium; }; \
+	else \
+	  echo "The browser tests need Chromium, which is not installed."; \
+	  echo "Install the package 'chromium' (Debian/Ubuntu: sudo apt-get install" \
+	       "chromium), or set PGCATALOG_CHROMIUM=/path/to/chromium."; \
+	  exit 1; \
+	fi
+
+test: install chromium
 	$(BIN)/python -m pytest tests
 
 # Benchmark against RelStorage + ZCatalog (benchmarks/README.rst); never part

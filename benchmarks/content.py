@@ -141,8 +141,9 @@ def create_sections(site) -> None:
     transaction.commit()
 
 
-def create_document(site, spec: DocSpec):
-    """Create one document, bring it to its state and commit."""
+def create_document(site, spec: DocSpec, commit: bool = True):
+    """Create one document, bring it to its state and commit (unless not
+    ``commit``: the caller commits a batch)."""
     from plone import api
 
     import transaction
@@ -161,7 +162,8 @@ def create_document(site, spec: DocSpec):
         api.content.transition(obj=doc, transition=transition)
     else:
         doc.reindexObject()
-    transaction.commit()
+    if commit:
+        transaction.commit()
     return doc
 
 

@@ -24,7 +24,13 @@ What it does, on loopback only:
    plone.restapi: create, edit, publish, rename (``@move`` into another
    folder: cut and paste), delete, sharing (a local role for the member).
    A write counts as acknowledged when its response is 2xx; what it did is
-   then recorded as the item's expected state.
+   then recorded as the item's expected state.  A write that failed on its
+   connection to PostgreSQL (or got no answer) is *in doubt*: lost while
+   its ``COMMIT`` was on the way, it may have been committed (``in_doubt``);
+   either outcome is then accepted, and the item is written no more.  Where
+   the outcome in doubt is a state the item had before (a retract after a
+   publish), a row in it could also be an acknowledged write lost: such
+   an item is not checked, and counted (``unverifiable``).
    With ``--faults``, while the load runs: at 30 % of the time every
    connection of the database is terminated (``pg_terminate_backend``, as
    a failover or an operator does); at 60 % the server is stopped
@@ -55,6 +61,7 @@ from pathlib import Path
 import argparse
 import base64
 import collections
+import dataclasses
 import http.client
 import json
 import os
@@ -221,10 +228,28 @@ class Item:
     shared: bool = False
     deleted: bool = False
     busy: bool = False
+    #: what a write whose commit's outcome is not known would have made of
+    #: it (``in_doubt``): the catalog may hold that instead; such an item
+    #: is written no more
+    or_else: list = field(default_factory=list)
+    #: the states acknowledged writes left before the last (``checked``)
+    earlier: list = field(default_factory=list)
+    #: a write in doubt would have brought back an earlier state: a row in
+    #: that state could also be an acknowledged write lost; not checked,
+    #: counted
+    unverifiable: bool = False
 
     @property
     def path(self) -> str:
         return f"{SITE}/{self.folder}/{self.id}"
+
+    def checked(self) -> tuple:
+        """What the check compares of a state."""
+        return (self.path, self.title, self.state, self.shared, self.deleted)
+
+    def versions(self) -> list[Item]:
+        """Every state the catalog may rightly hold of it."""
+        return [self, *self.or_else]
 
 
 @dataclass
@@ -252,7 +277,8 @@ class Load:
     records: list[Record] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     numbers: collections.Counter = field(default_factory=collections.Counter)
-    #: ids of creates that got no answer (nothing is expected of them)
+    #: ids of creates whose outcome is not known (``in_doubt``): nothing
+    #: is expected of them
     unknown: set = field(default_factory=set)
 
     def pick(self, rng: random.Random, want=lambda item: True) -> Item | None:
@@ -261,7 +287,7 @@ class Load:
             free = [
                 i
                 for i in self.items.values()
-                if not i.busy and not i.deleted and want(i)
+                if not i.busy and not i.deleted and not i.or_else and want(i)
             ]
             if not free:
                 return None
@@ -311,15 +337,32 @@ def _read(load: Load, rng: random.Random, kind: str, port: int):
     return request(port, "GET", f"{SITE}/@@search?{query}", accept="text/html")
 
 
+def in_doubt(answer) -> bool:
+    """Whether a write's answer leaves its outcome unknown: it failed on
+    the connection to PostgreSQL (``CONNECTION_ERRORS``).  Lost while
+    zodb-pgjsonb's ``COMMIT`` was on its way, the transaction may have
+    been committed on the server though the instance saw an error (as with
+    any database client); the object and its catalog row then both are
+    there (one PostgreSQL transaction), which ``verify`` checks.  A write
+    answered 503 (``plone_pgcatalog.wsgi``: no connection, a pool timeout
+    or PostgreSQL unreachable) sent nothing: no doubt."""
+    status, body = answer
+    if status == 503:
+        return False  # plone_pgcatalog.wsgi: before any connection
+    return status >= 500 and _of_the_connection(_error_of(body))
+
+
 def _write(load: Load, rng: random.Random, kind: str, port: int):
-    """Run one write; on a 2xx answer, record what it did.  Returns the
-    response, or None when there was nothing to write on."""
+    """Run one write; on a 2xx answer, record what it did (on an answer
+    ``in_doubt``, what it may have done).  Returns the response, or None
+    when there was nothing to write on."""
     admin = load.admin
     if kind == "create":
         item = Item(load.new_id(), AREA, f"Soak page {rng.randrange(10**6)}")
         item.busy = True
         with load.lock:
             load.items[item.id] = item
+        answer = None
         try:
             answer = request(
                 port,
@@ -328,67 +371,66 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
                 {"@type": "Document", "id": item.id, "title": item.title},
                 auth=admin,
             )
-        except Exception:
-            # No answer: whether it was created is not known; not checked.
+        finally:
+            # No answer, or one in doubt: whether it was created is not
+            # known; not checked.
             with load.lock:
-                del load.items[item.id]
-                load.unknown.add(item.id)
-            raise
-        with load.lock:
-            if 200 <= answer[0] < 300:
-                item.busy = False
-            else:
-                del load.items[item.id]  # not acknowledged: not expected
+                if answer is not None and 200 <= answer[0] < 300:
+                    item.busy = False
+                else:  # not acknowledged: not expected
+                    del load.items[item.id]
+                    if answer is None or in_doubt(answer):
+                        load.unknown.add(item.id)
         return answer
     item = load.pick(rng)
     if item is None:
         return None
     try:
-        if kind == "edit":
-            title = f"Soak page {rng.randrange(10**6)} edited"
-            answer = request(port, "PATCH", item.path, {"title": title}, auth=admin)
-            if 200 <= answer[0] < 300:
-                item.title = title
-        elif kind == "publish":
-            transition = "retract" if item.state == "published" else "publish"
-            answer = request(
-                port, "POST", f"{item.path}/@workflow/{transition}", {}, auth=admin
-            )
-            if 200 <= answer[0] < 300:
-                item.state = "published" if transition == "publish" else "private"
-        elif kind == "rename":
-            target = ELSEWHERE if item.folder == AREA else AREA
-            answer = request(
-                port,
-                "POST",
-                f"{SITE}/{target}/@move",
-                {"source": [f"http://127.0.0.1:{port}{item.path}"]},
-                auth=admin,
-            )
-            if 200 <= answer[0] < 300:
-                item.folder = target
-        elif kind == "delete":
-            answer = request(port, "DELETE", item.path, auth=admin)
-            if 200 <= answer[0] < 300:
-                item.deleted = True
-        else:  # sharing
-            shared = not item.shared
-            answer = request(
-                port,
-                "POST",
-                f"{item.path}/@sharing",
-                {
-                    "entries": [
-                        {"id": MEMBER, "type": "user", "roles": {"Reader": shared}}
-                    ]
-                },
-                auth=admin,
-            )
-            if 200 <= answer[0] < 300:
-                item.shared = shared
+        changes, method, path, body = _change(kind, item, rng, port)
+        answer = None
+        try:
+            answer = request(port, method, path, body, auth=admin)
+        finally:
+            with load.lock:
+                record(item, changes, answer)
         return answer
     finally:
         load.release(item)
+
+
+def record(item: Item, changes: dict, answer) -> None:
+    """What a write's ``answer`` (None: none came) tells of ITEM: the
+    ``changes`` done (2xx), perhaps done (``in_doubt``), or not done."""
+    if answer is not None and 200 <= answer[0] < 300:
+        item.earlier.append(item.checked())
+        for name, value in changes.items():
+            setattr(item, name, value)
+    elif answer is None or in_doubt(answer):
+        version = dataclasses.replace(item, or_else=[], **changes)
+        item.or_else.append(version)
+        if version.checked() in item.earlier:
+            item.unverifiable = True
+
+
+def _change(kind: str, item: Item, rng: random.Random, port: int):
+    """A write of KIND on ITEM: what it changes of the item, and its
+    request (method, path, body)."""
+    if kind == "edit":
+        changes = {"title": f"Soak page {rng.randrange(10**6)} edited"}
+        return changes, "PATCH", item.path, changes
+    if kind == "publish":
+        transition = "retract" if item.state == "published" else "publish"
+        changes = {"state": "published" if transition == "publish" else "private"}
+        return changes, "POST", f"{item.path}/@workflow/{transition}", {}
+    if kind == "rename":
+        target = ELSEWHERE if item.folder == AREA else AREA
+        source = {"source": [f"http://127.0.0.1:{port}{item.path}"]}
+        return {"folder": target}, "POST", f"{SITE}/{target}/@move", source
+    if kind == "delete":
+        return {"deleted": True}, "DELETE", item.path, None
+    shared = not item.shared  # sharing
+    entry = {"id": MEMBER, "type": "user", "roles": {"Reader": shared}}
+    return {"shared": shared}, "POST", f"{item.path}/@sharing", {"entries": [entry]}
 
 
 def _client(load: Load, number: int) -> None:
@@ -491,6 +533,10 @@ def _error_of(body) -> str:
         return "Plone error page"  # it names no type to Anonymous
     if "generated by waitress" in text:
         return "waitress error page"  # the error escaped Zope
+    unavailable = re.search(r"database did not answer \((\w+)\)", text)
+    if unavailable:
+        # plone_pgcatalog.wsgi's 503: no database connection.
+        return f"Service Unavailable ({unavailable.group(1)})"
     return text[:200]
 
 
@@ -502,6 +548,38 @@ def _sql(dsn: str, statement: str, params=()) -> list[tuple]:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         return conn.execute(statement, params).fetchall()
+
+
+def item_problem(item: Item, rows_of: list[tuple]) -> str | None:
+    """What is wrong with ITEM's catalog rows (path, title, state,
+    allowed): None when they hold its last acknowledged state, or one
+    that a write in doubt may have made."""
+    wrong = [_wrong(version, rows_of) for version in item.versions()]
+    return None if None in wrong else wrong[0]
+
+
+def _wrong(item: Item, rows_of: list[tuple]) -> str | None:
+    """What is wrong with ROWS_OF (path, title, state, allowed) for the
+    state ITEM: None when they hold it."""
+    if item.deleted:
+        return f"{item.id}: deleted, still cataloged at {rows_of}" if rows_of else None
+    if len(rows_of) != 1:
+        return f"{item.id}: {len(rows_of)} catalog rows, expected 1"
+    path, title, state, allowed = rows_of[0]
+    if (path, title, state) != (item.path, item.title, item.state):
+        return (
+            f"{item.id}: cataloged {path, title, state},"
+            f" expected {item.path, item.title, item.state}"
+        )
+    # Plone lists users with local roles only where Anonymous may not
+    # view the item (``allowedRolesAndUsers``).
+    expected = item.shared and item.state != "published"
+    if (f"user:{MEMBER}" in allowed) != expected:
+        return (
+            f"{item.id}: allowedRolesAndUsers {allowed}, the member's local"
+            f" role {'expected' if expected else 'not expected'}"
+        )
+    return None
 
 
 def check_items(dsn: str, items: dict[str, Item], unknown=frozenset()) -> list[str]:
@@ -519,27 +597,11 @@ def check_items(dsn: str, items: dict[str, Item], unknown=frozenset()) -> list[s
     problems = []
     for item in items.values():
         rows_of = found.pop(item.id, [])
-        if item.deleted:
-            if rows_of:
-                problems.append(f"{item.id}: deleted, still cataloged at {rows_of}")
-            continue
-        if len(rows_of) != 1:
-            problems.append(f"{item.id}: {len(rows_of)} catalog rows, expected 1")
-            continue
-        path, title, state, allowed = rows_of[0]
-        if (path, title, state) != (item.path, item.title, item.state):
-            problems.append(
-                f"{item.id}: cataloged {path, title, state},"
-                f" expected {item.path, item.title, item.state}"
-            )
-        # Plone lists users with local roles only where Anonymous may not
-        # view the item (``allowedRolesAndUsers``).
-        expected = item.shared and item.state != "published"
-        if (f"user:{MEMBER}" in allowed) != expected:
-            problems.append(
-                f"{item.id}: allowedRolesAndUsers {allowed}, the member's local"
-                f" role {'expected' if expected else 'not expected'}"
-            )
+        if item.unverifiable:
+            continue  # counted (``unverifiable``)
+        problem = item_problem(item, rows_of)
+        if problem is not None:
+            problems.append(problem)
     for id_, rest in found.items():
         if id_ not in unknown:
             problems.append(f"cataloged but never acknowledged: {rest}")
@@ -567,7 +629,9 @@ def report(result: dict) -> str:
         f" instances (waitress, 4 threads each), one database;"
         f" {result['requests']} requests, {result['rate']:.1f} a second.",
         f"- Acknowledged writes: {result['acknowledged']}; items at the end:"
-        f" {result['items']} ({result['deleted']} deleted).",
+        f" {result['items']} ({result['deleted']} deleted); writes whose"
+        f" outcome the faults left unknown: {result.get('in_doubt', 0)}"
+        f" (items they left unverifiable: {result.get('unverifiable', 0)}).",
         f"- Errors by kind: {result['errors'] or 'none'}; requests Zope ran again"
         f" after a write conflict: {result['conflict_retries']}.",
         f"- Checks: catalog rows of acknowledged writes"
@@ -603,8 +667,9 @@ def report(result: dict) -> str:
             f"- Pool: pool-max-size {pool['max_size']} per instance, pool-timeout"
             f" {pool['timeout_s']} s; at most {pool['most_connections']} client"
             f" connections at once; {pool['timeouts']} requests failed after"
-            f" waiting for a connection (PoolTimeout; waitress's bare 500 where"
-            f" it escaped Zope), the slowest after {pool['slowest_timeout_s']} s."
+            f" waiting for a connection (PoolTimeout; {pool['timeouts_503']} of"
+            " them answered 503 with Retry-After by plone_pgcatalog.wsgi), the"
+            f" slowest after {pool['slowest_timeout_s']} s."
         )
     lines.append(
         f"- After the load, each instance answered: {result['answers_after']}."
@@ -968,6 +1033,11 @@ def run(args) -> dict:
         ),
         "items": len(load.items),
         "deleted": sum(1 for i in load.items.values() if i.deleted),
+        # writes whose connection failed: committed or not, either is right
+        "in_doubt": len(load.unknown)
+        + sum(len(i.or_else) for i in load.items.values()),
+        # of which: back to an earlier state, so not checked
+        "unverifiable": sum(i.unverifiable for i in load.items.values()),
         "errors": dict(errors),
         "failed_by_kind": dict(failed),
         "latency": {kind: _percentiles(s) for kind, s in by_kind.items()},
@@ -982,6 +1052,11 @@ def run(args) -> dict:
             "timeout_s": args.pool_timeout,
             "most_connections": times.get("most_connections"),
             "timeouts": sum(1 for r in load.records if _pool_timeout(r, args)),
+            # answered 503 with Retry-After (plone_pgcatalog.wsgi), not a
+            # bare 500
+            "timeouts_503": sum(
+                1 for r in load.records if _pool_timeout(r, args) and r.status == 503
+            ),
             "slowest_timeout_s": round(
                 max(
                     (r.seconds for r in load.records if _pool_timeout(r, args)),
@@ -999,8 +1074,9 @@ FAIL_FAST_S = 15
 
 def unexpected_errors(result: dict) -> dict:
     """Failed requests other than write conflicts, those of the outage and
-    writes whose commit the terminated connections failed (zodb-pgjsonb's
-    commit does not retry on a lost connection: a 500, nothing written)."""
+    writes the terminated connections failed (zodb-pgjsonb does not retry
+    on a lost connection: a 500, and, where it was lost during ``COMMIT``,
+    an outcome the check accepts either way: ``in_doubt``)."""
     return {
         error: count
         for error, count in result["errors"].items()
@@ -1027,6 +1103,7 @@ def passed(result: dict) -> bool:
     within_pool = pool["max_size"] is None or (
         pool["most_connections"] <= 2 * (pool["max_size"] + 2)
         and pool["slowest_timeout_s"] <= (pool["timeout_s"] or 30) + FAIL_FAST_S
+        and pool["timeouts_503"] == pool["timeouts"]
     )
     return (
         within_pool

@@ -1,9 +1,10 @@
 """Lazy results and brains.
 
 Owns: the sequence a search returns and the brains in it.  The search
-itself fetched only ``(zoid, path)`` of the window; metadata is loaded in
-windows of brains as they are read (``MetadataBatch``), and decoded per
-brain and column when it is read.
+itself fetched ``(zoid, path)`` of the window and the metadata of its
+first rows (``search.META_ROWS``); the others' is loaded in windows of
+brains as they are read (``MetadataBatch``), and all is decoded per brain
+and column when it is read.
 
 Brains have ZCatalog's brain API (``ICatalogBrain``): ``getPath``,
 ``getURL``, ``getObject``, ``_unrestrictedGetObject``, ``getRID``,
@@ -21,6 +22,7 @@ from Acquisition import aq_parent
 from Acquisition import Implicit
 from collections.abc import Callable
 from plone_pgcatalog import metadata
+from plone_pgcatalog.store.search import META_ROWS
 from Products.ZCatalog.interfaces import ICatalogBrain
 from zope.globalrequest import getRequest
 from zope.interface import implementer
@@ -37,7 +39,8 @@ logger = logging.getLogger(__name__)
 
 
 class MetadataBatch:
-    """The metadata of one result, loaded in windows as brains are read.
+    """The metadata of one result, loaded in windows as brains are read
+    (and so its snippets, with another ``load``).
 
     Reading the first brain's metadata loads it for that brain and the
     ``FIRST_WINDOW - 1`` after it (a listing page); each later miss loads
@@ -47,7 +50,8 @@ class MetadataBatch:
     logarithm of the result's size.
     """
 
-    FIRST_WINDOW = 20
+    #: as many as come with the search (``search.META_ROWS``)
+    FIRST_WINDOW = META_ROWS
 
     def __init__(self, zoids: list[int], load: Callable[[list[int]], dict]):
         self._zoids = zoids
@@ -78,14 +82,31 @@ class PGCatalogBrain(Implicit):
     data_record_normalized_score_ = None
 
     def __init__(
-        self, zoid: int, path: str, schema, batch: MetadataBatch, position: int = 0
+        self,
+        zoid: int,
+        path: str,
+        schema,
+        batch: MetadataBatch,
+        position: int = 0,
+        snippets: MetadataBatch | None = None,
     ):
         self.data_record_id_ = zoid
         self._position = position
         self._path = path
         self._schema = schema
         self._batch = batch
+        self._snippets = snippets
         self._decoded: dict = {}
+
+    @property
+    def snippet(self) -> str | None:
+        """The passage of the object's text where the search's words
+        matched, as HTML (escaped; the words in ``<mark>``), or None: the
+        search had no SearchableText, or the object has no text.  Loaded
+        for a window of brains at once, as metadata."""
+        if self._snippets is None:
+            return None
+        return self._snippets.get(self._position, self.data_record_id_).get("snippet")
 
     def _value(self, name: str):
         try:
@@ -184,6 +205,7 @@ class LazyResults(Lazy):
         scores: list | None = None,
         rest: Callable[[int], tuple[list, list | None]] | None = None,
         hold: Callable[[], None] | None = None,
+        load_snippets: Callable[[list[int]], dict] | None = None,
     ):
         # Copies: the lists may be shared (``snapshots.results``), and these
         # grow when the rest is fetched.
@@ -196,6 +218,9 @@ class LazyResults(Lazy):
         self._schema = frozenset(schema)
         self._zoids = [zoid for zoid, _ in ids]
         self._batch = MetadataBatch(self._zoids, load_metadata)
+        self._snippets = (
+            None if load_snippets is None else MetadataBatch(self._zoids, load_snippets)
+        )
         self._hold = hold
         if self._rest is not None:
             _fetch_before_the_transaction_ends(self)
@@ -234,7 +259,9 @@ class LazyResults(Lazy):
                 # count (objects that no longer match); ``len()`` says so now.
                 raise IndexError(position)
         zoid, path = self._ids[position]
-        brain = PGCatalogBrain(zoid, path, self._schema, self._batch, position)
+        brain = PGCatalogBrain(
+            zoid, path, self._schema, self._batch, position, self._snippets
+        )
         if self._scores is not None:
             score, normalized = self._scores[position]
             brain.data_record_score_ = score

@@ -4,8 +4,9 @@ another transaction's change.
 Owns the transaction's record of the rows its searches found
 (``found_by_searches``), the read of where the stored rows that the commit
 replaces are (``read_replaced_paths``, a hook of the pending store) and
-ZODB's read-conflict check of an object whose row is written without the
-object (``read_current``).
+ZODB's read-conflict checks of an object whose row is written without the
+object (``read_current``) and of the folder order a row's position was
+read from (``read_current_order``).
 
 Must not build query clauses; reads through ``store.search``.
 """
@@ -76,3 +77,43 @@ def read_current(content) -> None:
     jar = getattr(base, "_p_jar", None)
     if jar is not None and base._p_oid is not None and base._p_serial is not None:
         jar.readCurrent(base)
+
+
+def read_current_order(content) -> None:
+    """Have the commit check that the order of ``content``'s folder is still
+    as it was read, when the row holds the item's position.
+
+    ZCatalog's GopipIndex stores no position; this catalog does, read from
+    the folder when the row is extracted.  An edit of an item (its row
+    written again) while another transaction removes an earlier sibling
+    (which rewrites the positions of the folder's rows) does not conflict
+    in the ZODB: they store different objects.  Committed after the
+    removal, the edit's row would keep the position from before it (found
+    by the soak: ``verify`` saw one stale ``getObjPositionInParent``).  The
+    read-conflict check of the folder's order (plone.folder keeps it in a
+    persistent list) makes that commit conflict, and the retry reads the
+    new order.
+    """
+    from plone.folder.interfaces import IOrderableFolder
+
+    parent = getattr(content, "aq_parent", None)
+    if parent is None or not IOrderableFolder.providedBy(parent):
+        return
+    order = getattr(parent.getOrdering(), "_order", None)
+    if order is None:
+        return  # an ordering without plone.folder's stored list
+    stored = order()
+    saved = getattr(getattr(stored, "_p_jar", None), "_savepoint_storage", None)
+    if getattr(stored, "_p_changed", False) or (
+        saved is not None and stored._p_oid in getattr(saved, "index", {})
+    ):
+        # This transaction stores the order (a savepoint may have written
+        # it already): its write is checked.
+        return
+    activate = getattr(stored, "_p_activate", None)
+    if activate is not None:
+        # A ghost's serial is unknown (zero): the check would compare
+        # nothing.  The position was read from the folder's OIBTree of
+        # positions, which may not have loaded the list.
+        activate()
+        read_current(stored)

@@ -19,6 +19,7 @@ from plone_pgcatalog.paths import path_depth
 from plone_pgcatalog.registry import get_translator
 from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.ZCatalog.Catalog import safe_callable
+from typing import ClassVar
 from zope.component import queryMultiAdapter
 
 import logging
@@ -37,8 +38,21 @@ def indexable(obj, catalog):
     return wrapped if wrapped is not None else IndexableObjectWrapper(obj, catalog)
 
 
+class _SourceText:
+    """The text a row or patch gives snippets (``store.processor`` writes
+    it where ``text_given``)."""
+
+    searchable_text: str | None
+
+    @property
+    def text_source(self) -> str | None:
+        """The text SearchableText's words were taken from, as snippets show
+        it (``fulltext.IndexedText``), or None."""
+        return getattr(self.searchable_text, "source", None)
+
+
 @dataclass(frozen=True)
-class CatalogRow:
+class CatalogRow(_SourceText):
     """What the catalog stores for one object, ready for PostgreSQL."""
 
     zoid: int
@@ -48,6 +62,8 @@ class CatalogRow:
     searchable_text: str | None
     #: text search configuration that stems the words of this object
     text_config: str = "simple"
+    #: a full row gives every index, SearchableText too
+    text_given: ClassVar[bool] = True
 
     @property
     def parent_path(self) -> str:
@@ -103,7 +119,7 @@ def metadata_values(columns, wrapped) -> dict:
 
 
 @dataclass(frozen=True)
-class CatalogPatch:
+class CatalogPatch(_SourceText):
     """A partial reindex (``idxs``): some index values, merged at commit
     into the stored row with a JSONB merge, without storing the object."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from plone.i18n.normalizer.base import baseNormalize
 
+import html
 import re
 import unicodedata
 
@@ -306,3 +307,106 @@ def to_tsquery_text(text: str, weight: str = "") -> str | None:
     """
     tree = parse_text_query(text)
     return None if tree is None else tsquery_text(tree, weight)
+
+
+# -- snippets: the text as written, and the words to mark in it ----------------
+
+#: The longest text kept for snippets, in characters; a match beyond it
+#: gets the text's beginning as its snippet.
+MAX_SOURCE = 100_000
+#: Where the marked words of a snippet begin and end, between PostgreSQL
+#: (``ts_headline``) and the HTML they become: control characters no kept
+#: text holds (``source_text`` takes them out).
+MARK_START = "\x02"
+MARK_END = "\x03"
+_NOT_KEPT = str.maketrans({"\x00": " ", MARK_START: " ", MARK_END: " "})
+
+
+class IndexedText(str):
+    """SearchableText's words as indexed (``index_text``), with the text
+    they were taken from as ``source`` (the object's text for snippets)."""
+
+    source: str
+
+    def __new__(cls, words: str, source: str) -> IndexedText:
+        text = super().__new__(cls, words)
+        text.source = source
+        return text
+
+
+def source_text(text: str) -> str:
+    """``text`` as kept for snippets: without NUL and the mark characters,
+    at most ``MAX_SOURCE`` characters."""
+    return text[:MAX_SOURCE].translate(_NOT_KEPT)
+
+
+def _positive_terms(node: Node) -> list[Term]:
+    """The terms of ``node`` that are not negated: what a match holds."""
+    if isinstance(node, Term):
+        return [node]
+    if isinstance(node, Not):
+        return []
+    return [term for operand in node.operands for term in _positive_terms(operand)]
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """What a snippet marks, for a search string.
+
+    ``query``: the text of a ``tsquery`` of every word a match holds (not
+    the negated ones), each alone (phrases too: their words are marked
+    where they occur), a prefix as a prefix; parsed in each object's
+    language, so that ``ts_headline`` marks the words whose stems match,
+    as the search matched them.  ``words``: the same words as typed
+    (lowercased, accents kept) and folded, where a snippet looks for the
+    first match (stems are added in SQL).
+    """
+
+    query: str
+    words: tuple[str, ...]
+
+
+def highlight(text: str) -> Highlight | None:
+    """The ``Highlight`` of a ZCTextIndex search string, or None when it
+    searches nothing."""
+    tree = parse_text_query(text)
+    if tree is None:
+        return None
+    terms = _positive_terms(tree)
+    folded = {word for term in terms for word in term.words}
+    prefixes = {term.words[-1] for term in terms if term.prefix}
+    # As typed: a word the lexicon folds ("Küste") is written so in texts
+    # whose language has no stemmer to fold it.
+    typed = {
+        word
+        for word in _WORD.findall(text.lower().replace("_", " "))
+        if word not in folded and fold(word) in folded
+    }
+    prefixes |= {word for word in typed if fold(word) in prefixes}
+    parts = sorted(
+        (word + ":*" if word in prefixes else word) for word in folded | typed
+    )
+    return Highlight(" | ".join(parts), tuple(sorted(folded | typed)))
+
+
+def passage_ends(
+    marked: str, passage: str, at_start: bool, at_end: bool
+) -> tuple[bool, bool]:
+    """Whether the snippet ``marked`` that ``ts_headline`` chose from
+    ``passage`` begins and ends the text (the passage does: ``at_start``,
+    ``at_end``).  ``ts_headline`` may leave out punctuation and tags at
+    the ends: the words tell."""
+    shown = _WORD.findall(marked.replace(MARK_START, "").replace(MARK_END, ""))
+    words = _WORD.findall(passage)
+    return at_start and shown[:3] == words[:3], at_end and shown[-3:] == words[-3:]
+
+
+def snippet_html(marked: str, text_starts: bool, text_ends: bool) -> str:
+    """A snippet as HTML: the passage escaped, its matched words in
+    ``<mark>``, an ellipsis where it does not begin or end the text."""
+    body = (
+        html.escape(marked, quote=False)
+        .replace(MARK_START, "<mark>")
+        .replace(MARK_END, "</mark>")
+    )
+    return ("" if text_starts else "… ") + body + ("" if text_ends else " …")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from plone.base.interfaces import IPloneCatalogTool
 from zope.interface import Attribute
 from zope.interface import Interface
+from zope.publisher.interfaces.browser import IDefaultBrowserLayer
 
 
 class IPGCatalogTool(IPloneCatalogTool):
@@ -78,7 +79,9 @@ class IIndexTranslator(Interface):
     # "integer", "range"), derived in SQL from the value ``extract`` gives;
     # None for none.  A translator that declares the attribute is called as
     # ``sort_expressions(index, context)`` and uses the column where
-    # ``context.column(name, kind)`` says it is ready.
+    # ``context.column(name, kind)`` says it is ready.  For "keywords",
+    # ``extract`` gives a list or nothing (``MISSING``), never one value:
+    # facet counts read ``idx`` only where the column is empty.
 
     # Optional: ``sql_indexes(index_name)``, the SQL indexes the type needs,
     # as ``(kind, method, expression, predicate)`` tuples: ``kind`` a letter
@@ -96,3 +99,9 @@ class IIndexTranslator(Interface):
     # answered from SQL.  Without it, the type's empty definition answers.
     # So an add-on's index type is one module: its translator, with its
     # SQL indexes and its view.
+
+
+class IPGCatalogLayer(IDefaultBrowserLayer):
+    """Requests of sites where plone_pgcatalog is installed (the profile's
+    ``browserlayer.xml``): views and services that need this catalog
+    (``@facet-count``) are registered for it."""

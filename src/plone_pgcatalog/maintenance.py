@@ -207,6 +207,43 @@ def reindex_index(tool, name, REQUEST=None, pghandler=None) -> None:
         pghandler.finish()
 
 
+def clear_index(tool, name: str, pghandler=None) -> int:
+    """Empty index ``name`` for every row of the site, at commit (ZCatalog's
+    ``clearIndex``): a search on it finds nothing until it is reindexed;
+    the other indexes and metadata stay.  The number of rows cleared.
+
+    An unknown name raises ``KeyError`` as ``reindex_index`` does.
+    """
+    from plone_pgcatalog.extraction import CatalogPatch
+
+    if name not in tool._catalog.indexes:
+        raise KeyError(name)
+    if name == "path":
+        raise ValueError("index 'path' cannot be cleared: it is the rows' own column")
+    text = name == "SearchableText"
+    rows = [(brain.getRID(), brain.getPath()) for brain in tool.searchAll()]
+    if pghandler:
+        pghandler.init(f"clearing {name}", len(rows))
+    pending = tool.pending_changes()
+    for i, (zoid, path) in enumerate(rows, 1):
+        pending.patch(
+            CatalogPatch(
+                zoid=zoid,
+                path=path,
+                values={},
+                removed=() if text else (name,),
+                meta={},
+                update_metadata=False,
+                text_given=text,
+            )
+        )
+        if pghandler:
+            pghandler.report(i)
+    if pghandler:
+        pghandler.finish()
+    return len(rows)
+
+
 def content_objects(tool) -> Iterator:
     """What a rebuild catalogs: the site and every object below it that has
     a callable ``reindexObject``, the catalog excepted (Plone's rule)."""

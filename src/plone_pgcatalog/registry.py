@@ -24,9 +24,11 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.fulltext import And
 from plone_pgcatalog.fulltext import has_negation
 from plone_pgcatalog.fulltext import index_text
+from plone_pgcatalog.fulltext import IndexedText
 from plone_pgcatalog.fulltext import Node
 from plone_pgcatalog.fulltext import Not
 from plone_pgcatalog.fulltext import parse_text_query
+from plone_pgcatalog.fulltext import source_text
 from plone_pgcatalog.fulltext import tsquery_text
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
@@ -558,6 +560,21 @@ class DateRangeTranslator:
         return None
 
 
+def _without_heading(source: str, obj) -> str:
+    """``source`` without the id and title it begins with (Plone's
+    SearchableText does): a result shows its title already."""
+    for name in ("getId", "Title"):
+        value = getattr(obj, name, None)
+        try:
+            value = value() if callable(value) else value
+        except (AttributeError, TypeError):
+            value = None
+        stripped = source.lstrip()
+        if isinstance(value, str) and value and stripped.startswith(value):
+            source = stripped[len(value) :]
+    return source.lstrip()
+
+
 @implementer(IIndexTranslator)
 class TextTranslator:
     """ZCTextIndex: words matched against a ``tsvector``.
@@ -598,8 +615,14 @@ class TextTranslator:
                 value = " ".join(str(v) for v in value if v)
             if value:
                 texts.append(str(value))
-        text = index_text(" ".join(texts))
-        return text if text else MISSING
+        source = " ".join(texts)
+        text = index_text(source)
+        if not text:
+            return MISSING
+        if index.getId() == "SearchableText":
+            # The text as written goes with the words: snippets show it.
+            return IndexedText(text, source_text(_without_heading(source, obj)))
+        return text
 
     def _text_query(self, index, query) -> Node | None:
         """The parsed search string, or None when it searches nothing."""

@@ -5,18 +5,22 @@ the security terms) and the brains: the transaction's pending changes laid
 over the stored rows (``store.overlay``), the translation
 (``query.build_query``, with the languages whose stems full text matches),
 one round trip through the snapshot cache (``store.search``,
-``snapshots.results``), and ``brains.LazyResults`` whose metadata comes
-from PostgreSQL, or from the transaction for rows it cataloged.
+``snapshots.results``), the slow-query log (``slowlog``), and
+``brains.LazyResults`` whose metadata comes from PostgreSQL (the first
+rows' with the search), or from the transaction for rows it cataloged.
 
 Must not compose SQL itself.
 """
 
 from __future__ import annotations
 
+from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
 from plone_pgcatalog.conflicts import found_by_searches
 from plone_pgcatalog.errors import SearchTimeout
+from plone_pgcatalog.fulltext import highlight
+from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import build_query
@@ -28,6 +32,7 @@ from plone_pgcatalog.store.overlay import Overlay
 import logging
 import psycopg
 import reprlib
+import time
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +49,14 @@ def _shown(query: dict) -> str:
     )
 
 
-def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults:
+def search_results(
+    catalog, query: dict, match_all: bool = False, metadata: bool = True
+) -> LazyResults:
     """The lazy results of ``query`` in ``catalog``, as ZCatalog's
-    ``searchResults`` gives them (without the security terms the tool adds)."""
+    ``searchResults`` gives them (without the security terms the tool adds).
+    Without ``metadata`` the search does not read its first rows' metadata
+    (for callers that only count)."""
+    started = time.perf_counter()
     pending = current_pending()
     overlay = pending.overlay() if pending else Overlay()
     configs = text_configs(query)
@@ -83,17 +93,17 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
 
     def run() -> search.Found:
         if first:
-            statement, params = search.search_statement(plan)
+            statement, params = search.search_statement(plan, metadata)
             ready, rows = connection.search_first(catalog, statement, params)
             if rows is not None and ready == translated_with:
                 with connection.reading(catalog) as conn:
-                    return search.found_by(conn, plan, rows)
+                    return search.found_by(conn, plan, rows, metadata)
         # The guess was wrong, or the search failed (``reading`` sets the
         # savepoint again, and the error is raised again if it is the
         # search's own).
         with connection.reading(catalog) as conn:
             as_ready()
-            return search.run_search(conn, plan)
+            return search.run_search(conn, plan, metadata)
 
     try:
         found = snapshots.results.get(
@@ -102,13 +112,28 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
             keep=lambda found: len(found.ids) <= snapshots.RESULT_ROWS,
         )
     except SearchTimeout as error:
+        slowlog.observe(
+            catalog,
+            started,
+            lambda: (_shown(query), *search.search_statement(plan, metadata), None),
+            error=str(error),
+        )
         raise SearchTimeout(f"{error}; the query: {_shown(query)}") from error.__cause__
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
         # The catalog's table is created before the first write
         # transaction; until then nothing is cataloged.
         logger.info("catalog table not created yet: empty result")
         found = search.Found([], 0)
+    slowlog.observe(
+        catalog,
+        started,
+        lambda: (_shown(query), *search.search_statement(plan, metadata), found.total),
+    )
     found_by_searches().update(zoid for zoid, _ in found.ids)
+    # The metadata that came with the rows is that of this snapshot: read
+    # after a commit (a script that changes what it found), brains show
+    # what is stored then, as ZCatalog's do.
+    searched_in = connection.snapshot_id(catalog)
     # Rows this transaction cataloged have their metadata here, not in
     # PostgreSQL yet.
     pending_meta: dict[int, dict] = {}
@@ -122,8 +147,14 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
 
     def load_metadata(zoids):
         stored = [zoid for zoid in zoids if zoid not in pending_meta]
-        with connection.reading(catalog) as conn:
-            loaded = search.load_metadata(conn, stored)
+        # The first rows' came with the search (``search.META_ROWS``).
+        loaded = {}
+        if searched_in is not None and connection.snapshot_id(catalog) == searched_in:
+            loaded = search.metadata_given(found, stored)
+        missing = [zoid for zoid in stored if zoid not in loaded]
+        if missing:
+            with connection.reading(catalog) as conn:
+                loaded.update(search.load_metadata(conn, missing))
         loaded.update(
             (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
         )
@@ -157,6 +188,7 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
         catalog._catalog.names,
         load_metadata,
         found.scores,
+        load_snippets=_snippet_loader(catalog, query, pending),
         rest=None if plan.windowed or plan.python_slice else rest,
         # Only a result in zoid order continues after its last row in a
         # later snapshot: sort keys and relevance change (a script that
@@ -167,6 +199,67 @@ def search_results(catalog, query: dict, match_all: bool = False) -> LazyResults
         # that found them, as ZCatalog's results keep the records found.
         hold=hold if plan.in_zoid_order and not plan.source_params else None,
     )
+
+
+def _snippet_loader(catalog, query: dict, pending):
+    """What loads the snippets of a window of brains (``{zoid: {"snippet":
+    html}}``), or None when ``query`` searches no words.  Nothing is done
+    for snippets before one is read."""
+    words = _searched_text(query.get("SearchableText"))
+    if not words:
+        return None
+
+    def load_snippets(zoids: list[int]) -> dict:
+        found = highlight(words)
+        if found is None:
+            return {}  # only negated words: nothing to mark
+        try:
+            with connection.reading(catalog) as conn:
+                loaded = search.snippets(
+                    conn,
+                    zoids,
+                    found.query,
+                    found.words,
+                    _pending_texts(pending, zoids),
+                )
+        except psycopg.errors.UndefinedTable:
+            # The texts' table comes with the schema at the next start.
+            logger.info("no texts table yet: no snippets")
+            return {}
+        return {
+            zoid: {
+                "snippet": snippet_html(
+                    snippet.marked, snippet.text_starts, snippet.text_ends
+                )
+            }
+            for zoid, snippet in loaded.items()
+        }
+
+    return load_snippets
+
+
+def _pending_texts(pending, zoids: list[int]) -> dict[int, tuple[str, str] | None]:
+    """``{zoid: (config, text), or None}`` of the rows of ``zoids`` whose
+    SearchableText this transaction wrote (``search.snippets``)."""
+    texts: dict[int, tuple[str, str] | None] = {}
+    if not pending:
+        return texts
+    for zoid in zoids:
+        written = pending.rows.get(zoid) or pending.patches.get(zoid)
+        if written is not None and written.text_given:
+            source = written.text_source
+            texts[zoid] = None if source is None else (written.text_config, source)
+    return texts
+
+
+def _searched_text(value) -> str:
+    """The words of a ``SearchableText`` criterion (a string, a list of
+    them, or ``{"query": ...}``)."""
+    if isinstance(value, dict):
+        value = value.get("query")
+    if isinstance(value, (list, tuple)):
+        value = " ".join(v for v in value if isinstance(v, str))
+    return value if isinstance(value, str) else ""
 
 
 def _result_key(catalog, plan) -> tuple | None:

@@ -24,10 +24,16 @@ PostgreSQL
 ``ZCATALOG_FUNCTIONAL_TESTING``
     The oracle for differential tests: the same site, built by the same
     function, with Plone's stock ZCatalog on DemoStorage.
+
+``serving_demo``
+    The ``make run`` demo (``plone_pgcatalog.demo.instance``) served by a
+    subprocess on a loopback port, for tests that talk HTTP to a real Zope
+    (the browser tier); with ``free_port`` and ``drop_database``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from plone.app.testing import login
 from plone.app.testing import PLONE_FIXTURE
@@ -49,11 +55,18 @@ from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
 
 import atexit
+import contextlib
 import os
 import psycopg
 import shutil
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
+import time
 import transaction
+import urllib.request
 
 SITE_ID = "plone"
 EXTENSION_PROFILES = (
@@ -339,3 +352,89 @@ class ZCatalogFunctionalTesting(zope_testing.FunctionalTesting):
 ZCATALOG_FUNCTIONAL_TESTING = ZCatalogFunctionalTesting(
     bases=(ZCATALOG_FIXTURE,), name="plone_pgcatalog:ZCatalogFunctional"
 )
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def drop_database(server_dsn: str, name: str) -> None:
+    """Drop database ``name`` on the server, ending its sessions first
+    (``FORCE``: a killed process may have left some)."""
+    with psycopg.connect(server_dsn, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+                sql.Identifier(name)
+            )
+        )
+
+
+@contextlib.contextmanager
+def serving_demo(
+    var: Path, dsn: str, port: int, *, timeout: float = 300
+) -> Iterator[subprocess.Popen]:
+    """The demo site served on ``port`` by a subprocess, as ``make run``
+    serves it, on the database ``dsn``; files, password and the process's
+    output (``serve.log``) in ``var``.
+
+    The ``with`` block starts once the Plone site answers HTTP 200 (the
+    first start creates it with the sample content: 10 to 60 s).  Raises
+    ``RuntimeError`` with the end of the output if the process ends first
+    or ``timeout`` passes.  On exit: SIGTERM, as a process manager stops
+    the demo, then SIGKILL if it has not ended within a minute.
+    """
+    from plone_pgcatalog.demo.instance import SITE_ID as DEMO_SITE_ID
+
+    var.mkdir(parents=True, exist_ok=True)
+    output = var / "serve.log"
+    env = dict(os.environ)
+    env.pop("PGCATALOG_DSN", None)  # ``--dsn`` says which database
+    command = [
+        sys.executable,
+        "-m",
+        "plone_pgcatalog.demo.instance",
+        "--var",
+        str(var),
+        "--port",
+        str(port),
+        "--dsn",
+        dsn,
+    ]
+    with output.open("ab") as out:
+        process = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+
+    def failure(message: str) -> RuntimeError:
+        tail = output.read_text(errors="replace")[-3000:]
+        return RuntimeError(f"{message}; end of {output}:\n{tail}")
+
+    try:
+        url = f"http://127.0.0.1:{port}/{DEMO_SITE_ID}"
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise failure(f"demo exited with {process.returncode} before serving")
+            try:
+                with urllib.request.urlopen(url, timeout=10) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:  # HTTPError too: the site is not there yet
+                pass
+            if time.monotonic() > deadline:
+                raise failure(f"{url} did not answer within {timeout:.0f} s")
+            time.sleep(0.5)
+        yield process
+    finally:
+        try:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.wait()

@@ -31,10 +31,13 @@ from Acquisition import aq_parent
 from DateTime import DateTime
 from OFS.Folder import Folder
 from OFS.ObjectManager import ObjectManager
+from plone_pgcatalog import faceting
 from plone_pgcatalog import maintenance
 from plone_pgcatalog import metadata
+from plone_pgcatalog import slowlog
 from plone_pgcatalog.conflicts import found_by_searches
 from plone_pgcatalog.conflicts import read_current
+from plone_pgcatalog.conflicts import read_current_order
 from plone_pgcatalog.conflicts import read_replaced_paths
 from plone_pgcatalog.definitions import CatalogDefinitions
 from plone_pgcatalog.definitions import IndexesView
@@ -54,6 +57,8 @@ from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.ddl import SchemaChange
 from plone_pgcatalog.store.relocation import relocate
+from plone_pgcatalog.zmi import CatalogManagement
+from plone_pgcatalog.zmi import check_if_published
 from Products.CMFCore.CatalogTool import CatalogTool as CMFCatalogTool
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.interfaces import ICatalogTool
@@ -76,13 +81,20 @@ logger = logging.getLogger(__name__)
 
 
 @implementer(IPGCatalogTool, ICatalogTool, IZCatalog)
-class PGCatalogTool(UniqueObject, Folder):
+class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     """``portal_catalog`` whose data lives in PostgreSQL (see module)."""
 
     id = "portal_catalog"
     meta_type = "PGCatalog Tool"
     zmi_icon = "fas fa-search"
     title = "Catalog on PostgreSQL"
+    #: searches slower than this many milliseconds go to the slow-query
+    #: log (``slowlog``; -1: off, 0: every search); a property, so it
+    #: changes without a restart (ZMI Properties, Query Report, control panel)
+    slow_query_ms = slowlog.DEFAULT_THRESHOLD_MS
+    _properties = Folder._properties + (
+        {"id": "slow_query_ms", "type": "int", "mode": "w"},
+    )
 
     security = ClassSecurityInfo()
 
@@ -299,6 +311,12 @@ class PGCatalogTool(UniqueObject, Folder):
             return
         read_current(content)
         definitions = self.getIndexDefinitions()
+        if any(
+            definitions[name].meta_type == "GopipIndex"
+            for name in (idxs or definitions)
+            if name in definitions
+        ):
+            read_current_order(content)
         if idxs:
             for name in idxs:
                 if name not in definitions:
@@ -403,6 +421,7 @@ class PGCatalogTool(UniqueObject, Folder):
     def manage_catalogRebuild(self, RESPONSE=None, URL1=None):
         """Catalog every content object again, in batches (Plone's ZMI
         button; its request's transaction is committed as it goes)."""
+        check_if_published(self, "manage_catalogRebuild")
         _timed(
             lambda: self.rebuild(pghandler=maintenance.ProgressLogHandler()),
             "Catalog Rebuilt",
@@ -413,6 +432,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(manage_zcatalog_entries)
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
         """Remove every row of this site from the catalog (at commit)."""
+        check_if_published(self, "manage_catalogClear")
         self.pending_changes().uncatalog_subtree(self.site_path())
         if REQUEST and RESPONSE:
             _back_to_zmi(RESPONSE, URL1, "Catalog Cleared")
@@ -434,6 +454,7 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(manage_zcatalog_entries)
     def manage_catalogReindex(self, REQUEST=None, RESPONSE=None, URL1=None):
         """Clear the catalog, then catalog again everything it held."""
+        check_if_published(self, "manage_catalogReindex")
         _timed(
             lambda: self.refreshCatalog(
                 clear=1, pghandler=maintenance.ProgressLogHandler()
@@ -446,11 +467,14 @@ class PGCatalogTool(UniqueObject, Folder):
     @security.protected(manage_zcatalog_entries)
     def manage_reindexIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
         """Reindex the indexes ``ids`` (ZMI button)."""
+        check_if_published(self, "manage_reindexIndex")
         if not ids:
             raise BadRequest("No items specified")
         self.reindexIndex(ids, REQUEST, maintenance.ProgressLogHandler())
         if REQUEST and RESPONSE:
-            _back_to_zmi(RESPONSE, URL1, "Reindexing Performed")
+            _back_to_zmi(
+                RESPONSE, URL1, "Reindexing Performed", "manage_catalogIndexes"
+            )
 
     # -- query path -------------------------------------------------------------
 
@@ -478,6 +502,14 @@ class PGCatalogTool(UniqueObject, Folder):
         content); values a caller passes for them are replaced.
         """
         processQueue()
+        return search_results(self, self._secured_query(query, kw))
+
+    __call__ = searchResults
+
+    @security.private
+    def _secured_query(self, query, kw: dict) -> dict:
+        """``query`` and ``kw`` merged, with the security terms of the
+        current user and time (``searchResults``)."""
         kw = dict(kw)
         show_inactive = kw.get("show_inactive")
         if show_inactive is None and isinstance(query, dict):
@@ -502,10 +534,34 @@ class PGCatalogTool(UniqueObject, Folder):
             kw["sort_on"] = sort_on
         else:
             kw.pop("sort_on", None)
-        merged = _merge(query, kw)
-        return search_results(self, merged)
+        return _merge(query, kw)
 
-    __call__ = searchResults
+    @security.protected(search_zcatalog)
+    def facet_counts(self, query=None, facets=(), include_zero=False, **kw):
+        """Per index of ``facets``, the number of results of each value, for
+        the results ``searchResults(query, **kw)`` gives this user; each
+        facet counted without its own criterion (disjunctive faceting):
+        ``{"portal_type": {"Document": 12, ...}, ...}``.  Values without
+        results are left out unless ``include_zero``.  One round trip.
+
+        A facet is an index name, or ``{"index": "path", "depth": 1,
+        "root": path, "name": key}`` (folders at a depth) or ``{"index":
+        "effective", "ranges": {label: {"min": date, "max": date}}}``
+        (date ranges); see ``faceting``.
+        """
+        processQueue()
+        return faceting.facet_counts(
+            self, self._secured_query(query, kw), facets, include_zero
+        )
+
+    @security.private
+    def _facet_totals(self, query, facets, include_zero=False):
+        """``facet_counts`` with, per facet, the number of results that
+        have a value: ``{facet: (total, {value: count})}`` (``@facet-count``)."""
+        processQueue()
+        return faceting.counted(
+            self, self._secured_query(query, {}), facets, include_zero
+        )
 
     @security.private
     def unrestrictedSearchResults(self, REQUEST=None, **kw):
@@ -530,7 +586,9 @@ class PGCatalogTool(UniqueObject, Folder):
             return 0
 
     def __len__(self) -> int:
-        return search_results(self, {}, match_all=True).actual_result_count
+        return search_results(
+            self, {}, match_all=True, metadata=False
+        ).actual_result_count
 
     def __bool__(self) -> bool:
         # A catalog is a tool: it is true even when it holds no rows.
@@ -633,15 +691,12 @@ def _timed(work, message: str, RESPONSE, URL1) -> None:
         )
 
 
-#: Where the ZMI's maintenance buttons lead back to: the tool's own tab
-#: (Folder's Contents), which shows ``manage_tabs_message``.  ZCatalog's
-#: buttons lead to its Advanced and Indexes tabs, which this tool does not
-#: have (yet).
-_ZMI_PAGE = "manage_main"
-
-
-def _back_to_zmi(RESPONSE, URL1: str, message: str) -> None:
-    RESPONSE.redirect(f"{URL1}/{_ZMI_PAGE}?manage_tabs_message={quote(message)}")
+def _back_to_zmi(
+    RESPONSE, URL1: str, message: str, page: str = "manage_catalogAdvanced"
+) -> None:
+    """Back to a ZMI tab showing ``message``: the Advanced tab, as
+    ZCatalog's maintenance buttons lead (or ``page``)."""
+    RESPONSE.redirect(f"{URL1}/{page}?manage_tabs_message={quote(message)}")
 
 
 def _merge(query, kw: dict) -> dict:

@@ -217,3 +217,20 @@ def _schema_version(conn, version: int) -> None:
             " AND value < %s",
             (version, version),
         )
+
+
+def to_8(setup_tool) -> None:
+    """7 → 8: the "PostgreSQL catalog" control panel in Site Setup (the
+    profile's ``controlpanel.xml``) and the browser layer of the views that
+    need this catalog (``browserlayer.xml``: ``@facet-count``).  The
+    database schema stays at 7: the profile's version is
+    ``PROFILE_VERSION``."""
+    for step in ("controlpanel", "browserlayer"):
+        setup_tool.runImportStepFromProfile(
+            "profile-plone_pgcatalog:default", step, run_dependencies=False
+        )
+
+
+#: The version of the ``plone_pgcatalog:default`` profile: the schema's
+#: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel.
+PROFILE_VERSION = 8

@@ -341,7 +341,7 @@ def _record(catalog, query: dict, call: str) -> Recorded:
 
     recorded = Recorded()
 
-    def run_search(conn, plan):
+    def run_search(conn, plan, metadata=True):
         recorded.plans.append(plan)
         return search.Found([], 0)
 
@@ -443,6 +443,7 @@ def explained():
 
 @pytest.fixture(scope="module")
 def pg(explained):
+    from plone_pgcatalog.store.connection import PLAN_FOR_REQUESTS
     from plone_pgcatalog.store.connection import RANDOM_PAGE_COST
 
     with psycopg.connect(explained.dsn, autocommit=True) as conn:
@@ -451,6 +452,9 @@ def pg(explained):
             conn.execute(
                 "SELECT set_config('random_page_cost', %s, false)", (RANDOM_PAGE_COST,)
             )
+        if PLAN_FOR_REQUESTS:
+            conn.execute("SET jit = off")
+            conn.execute("SET max_parallel_workers_per_gather = 0")
         yield conn
 
 

@@ -14,7 +14,10 @@ from psycopg.types.json import Jsonb
 from zope.component import getGlobalSiteManager
 from zope.interface import implementer
 
+import contextlib
 import pytest
+import threading
+import time
 import transaction
 
 
@@ -125,6 +128,102 @@ def test_deleting_an_index_drops_its_sql_indexes_and_adding_it_creates_them(pg_l
         assert exists() == 1
     finally:
         # Tests share the database's DDL (each restores rows only).
+        with ddl_connection(catalog) as conn:
+            schema.create_index(conn, "portal_type", "FieldIndex", "30s")
+
+
+def _typed_column(catalog, index_name):
+    """``(kind, ready)`` of ``index_name``'s typed column, None without one."""
+    from plone_pgcatalog.store import columns
+    from plone_pgcatalog.store.connection import ddl_connection
+
+    with ddl_connection(catalog) as conn:
+        return columns.registered(conn.cursor()).get(columns.column_name(index_name))
+
+
+@contextlib.contextmanager
+def _reading_the_catalog(catalog, seconds=None):
+    """Another session reading the catalog's table in an open transaction
+    (its lock keeps DROP COLUMN out), ended after ``seconds`` if given."""
+    from plone_pgcatalog.store.connection import ddl_connection
+
+    with ddl_connection(catalog) as conn:
+        conn.execute("BEGIN")
+        conn.execute("SELECT zoid FROM pgcatalog_objects LIMIT 1")
+        ending = None
+        if seconds is not None:
+            ending = threading.Timer(seconds, conn.rollback)
+            ending.start()
+        try:
+            yield
+        finally:
+            if ending is not None:
+                ending.join()
+            else:
+                conn.rollback()
+
+
+def test_a_drop_waits_out_a_short_lock(pg_layer, caplog):
+    # Autovacuum, or a request ending: a lock held for a moment does not
+    # leave the drop undone until the next start.
+    from plone_pgcatalog.store import schema
+    from plone_pgcatalog.store.connection import ddl_connection
+
+    catalog = pg_layer["portal"].portal_catalog
+    assert _typed_column(catalog, "portal_type") == ("text", True)
+    try:
+        with _reading_the_catalog(catalog, seconds=1.5):
+            catalog.delIndex("portal_type")
+            with caplog.at_level("INFO", "plone_pgcatalog"):
+                transaction.commit()
+        assert _typed_column(catalog, "portal_type") is None
+        [waited] = [r.getMessage() for r in caplog.records if "waits" in r.message]
+        assert waited.startswith("plone_pgcatalog: index portal_type waits for its")
+        assert "lock timeout" in waited
+        assert "; held by pid " in waited and "idle in transaction" in waited
+    finally:
+        catalog.addIndex("portal_type", FieldIndex("portal_type"))
+        transaction.commit()
+        with ddl_connection(catalog) as conn:
+            schema.create_index(conn, "portal_type", "FieldIndex", "30s")
+
+
+def test_an_index_added_again_after_a_drop_that_missed_its_locks_is_created(
+    pg_layer, monkeypatch, caplog
+):
+    # The drop gave up for now (a long transaction); the index is added
+    # again meanwhile: its creation runs (zodb-pgjsonb's record of its
+    # earlier creation forgotten) and the drop's later try is not queued
+    # after it.
+    from plone_pgcatalog.store import ddl
+    from plone_pgcatalog.store import schema
+    from plone_pgcatalog.store.connection import ddl_connection
+
+    monkeypatch.setattr(ddl, "LOCK_PAUSES", (0.0,))
+    monkeypatch.setattr(ddl, "RETRY_DELAYS", (0.5,))
+    catalog = pg_layer["portal"].portal_catalog
+    try:
+        with _reading_the_catalog(catalog):
+            catalog.delIndex("portal_type")
+            with caplog.at_level("INFO", "plone_pgcatalog"):
+                transaction.commit()
+            assert _typed_column(catalog, "portal_type") == ("text", False)
+            catalog.addIndex("portal_type", FieldIndex("portal_type"))
+        with caplog.at_level("INFO", "plone_pgcatalog"):
+            transaction.commit()
+            assert _typed_column(catalog, "portal_type") == ("text", True)
+            time.sleep(1.0)  # the drop's try, were it queued
+            catalog._p_jar.sync()
+        assert _typed_column(catalog, "portal_type") == ("text", True)
+        messages = [r.getMessage() for r in caplog.records]
+        [not_done] = [m for m in messages if "not done" in m]
+        assert "; held by pid " in not_done
+        assert not_done.startswith("plone_pgcatalog: index portal_type not done (")
+        assert (
+            "plone_pgcatalog: index portal_type not tried again:"
+            " a newer change of it is queued"
+        ) in messages
+    finally:
         with ddl_connection(catalog) as conn:
             schema.create_index(conn, "portal_type", "FieldIndex", "30s")
 

@@ -233,7 +233,7 @@ def test_manage_reindex_index_redirects_and_needs_ids(pg_layer):
         ids=["Title"], REQUEST={"x": 1}, RESPONSE=response, URL1="http://x/pc"
     )
     transaction.commit()
-    assert response.location.startswith("http://x/pc/manage_main?")
+    assert response.location.startswith("http://x/pc/manage_catalogIndexes?")
     assert _find(Title="Lighthouse") == ["p1"]
     assert _find(Subject="b") == []
 
@@ -245,7 +245,7 @@ def test_manage_catalog_reindex_refreshes_and_redirects(pg_layer):
     response = Response()
     catalog.manage_catalogReindex(None, response, "http://x/pc")
     transaction.commit()
-    assert response.location.startswith("http://x/pc/manage_main?")
+    assert response.location.startswith("http://x/pc/manage_catalogAdvanced?")
     assert _find(Title="Lighthouse", Subject="b") == ["p1"]
 
 
@@ -255,30 +255,47 @@ def test_manage_catalog_clear_redirects(pg_layer):
     response = Response()
     catalog.manage_catalogClear({"x": 1}, response, "http://x/pc")
     transaction.commit()
-    assert response.location.startswith("http://x/pc/manage_main?")
+    assert response.location.startswith("http://x/pc/manage_catalogAdvanced?")
     assert _paths(catalog) == []
 
 
 @pytest.mark.parametrize(
-    "button, message",
+    "button, message, page",
     [
-        ("manage_catalogRebuild", "Catalog Rebuilt"),
-        ("manage_catalogReindex", "Catalog Updated"),
-        ("manage_catalogClear", "Catalog Cleared"),
-        ("manage_reindexIndex?ids:list=Title", "Reindexing Performed"),
+        ("manage_catalogRebuild", "Catalog Rebuilt", "manage_catalogAdvanced"),
+        ("manage_catalogReindex", "Catalog Updated", "manage_catalogAdvanced"),
+        ("manage_catalogClear", "Catalog Cleared", "manage_catalogAdvanced"),
+        (
+            "manage_reindexIndex?ids:list=Title",
+            "Reindexing Performed",
+            "manage_catalogIndexes",
+        ),
     ],
 )
-def test_a_zmi_button_leads_to_a_page_that_shows_its_message(pg_layer, button, message):
-    """Through the publisher, as the ZMI's form does: the redirect lands on
-    a page of the tool that exists and shows what was done."""
+def test_a_zmi_button_leads_to_a_page_that_shows_its_message(
+    pg_layer, button, message, page
+):
+    """Through the publisher, as a form posts it (with plone.protect's
+    authenticator): the redirect lands on a page of the tool that exists
+    and shows what was done; a GET, or a POST without the authenticator,
+    is refused (the buttons change only the pending store, which
+    plone.protect's automatic check does not see)."""
     from plone.app.testing import SITE_OWNER_NAME
     from plone.app.testing import SITE_OWNER_PASSWORD
     from tests.integration.test_real_consumers import browser_for
+    from zExceptions import Forbidden
 
     _pages(pg_layer["portal"])
     transaction.commit()
+    url = f"http://nohost/plone/portal_catalog/{button}"
     with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
-        browser.open(f"http://nohost/plone/portal_catalog/{button}")
+        with pytest.raises(Forbidden):
+            browser.open(url)
+        with pytest.raises(Forbidden):
+            browser.post(url, "")
+        browser.open("http://nohost/plone/portal_catalog/manage_catalogAdvanced")
+        token = browser.getControl(name="_authenticator", index=0).value
+        browser.post(url, f"_authenticator={token}")
         assert browser.headers["status"].startswith("200")
-        assert browser.url.startswith("http://nohost/plone/portal_catalog/manage_main?")
+        assert browser.url.startswith(f"http://nohost/plone/portal_catalog/{page}?")
         assert message in browser.contents

@@ -55,6 +55,74 @@ def test_len_and_the_first_page_transfer_the_first_rows_only(many, searches):
     assert _transferred(searches) == [search.FIRST_ROWS, DOCUMENTS - search.FIRST_ROWS]
 
 
+@pytest.mark.parametrize(
+    "window", [{}, {"sort_limit": 30}, {"b_start": 20, "b_size": 25}]
+)
+def test_the_first_rows_metadata_comes_with_the_search(
+    many, searches, monkeypatch, window
+):
+    """A page of brains costs one round trip, metadata included (the first
+    ``search.META_ROWS`` rows'); brains read past them load theirs in one
+    more query each window, as before."""
+    loads = []
+    load = search.load_metadata
+
+    def counting(conn, zoids):
+        loads.append(len(zoids))
+        return load(conn, zoids)
+
+    monkeypatch.setattr(search, "load_metadata", counting)
+    folder = many["many"]
+    folder["d003"].setTitle("Third")
+    folder["d003"].reindexObject()
+    folder["d021"].setTitle("Twenty-first")
+    folder["d021"].reindexObject()
+    folder["d043"].setTitle("Forty-third")
+    folder["d043"].reindexObject()
+    transaction.commit()
+    titles = {
+        "/plone/many/d003": "Third",
+        "/plone/many/d021": "Twenty-first",
+        "/plone/many/d043": "Forty-third",
+    }
+    results = api.content.find(portal_type="Document", sort_on="id", **window)
+    page = results[: search.META_ROWS]  # (a batch's window: its brains)
+    assert [brain.Title for brain in page] == [
+        titles.get(brain.getPath(), "") for brain in page
+    ]
+    assert len(searches) == 1 and loads == []
+    # Past them: their metadata in one more query.
+    later = results[search.META_ROWS : search.META_ROWS + 3]
+    assert [brain.Title for brain in later] == [
+        titles.get(brain.getPath(), "") for brain in later
+    ]
+    assert len(loads) == 1
+
+
+def test_metadata_first_read_after_a_commit_is_what_is_stored_then(many):
+    """The metadata that came with the search is that of its snapshot: a
+    brain first read after the transaction committed a change shows the
+    change, as a ZCatalog brain made then does."""
+    results = api.content.find(portal_type="Document", sort_on="id", sort_limit=5)
+    assert len(results) == 5
+    page = many["many"]["d000"]
+    page.setTitle("Committed after the search")
+    page.reindexObject()
+    transaction.commit()
+    assert results[0].Title == "Committed after the search"
+
+
+def test_metadata_this_transaction_changed_is_its_own(many, searches):
+    """A row this transaction recataloged shows its new metadata, not the
+    stored one that came with the search."""
+    folder = many["many"]
+    folder["d001"].setTitle("Changed, not committed")
+    folder["d001"].reindexObject()
+    results = api.content.find(portal_type="Document", sort_on="id", sort_limit=5)
+    assert [brain.Title for brain in results][:2] == ["", "Changed, not committed"]
+    transaction.abort()
+
+
 def test_a_script_that_commits_while_it_iterates_sees_every_match(many):
     """The rows a search found stay the result's, as ZCatalog's records
     do, even when the script changes them so that they match no more."""

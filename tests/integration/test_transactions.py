@@ -255,6 +255,30 @@ def test_a_reindex_of_an_object_changed_meanwhile_conflicts(pg_layer):
     assert _found(portal) == _committed_rows(portal)
 
 
+def test_an_edit_conflicts_with_the_removal_of_an_earlier_sibling(pg_layer):
+    """The edit of ``f/b`` (its row written again, with its position) read
+    the folder's order before another transaction removed ``f/a``, which
+    moves ``b`` up and rewrites the folder's positions: committing the edit
+    after it would write back ``b``'s old position, so the commit conflicts
+    and the retry catalogs the new one (found by the soak under load)."""
+    portal = pg_layer["portal"]
+    folder = _site(portal)
+    assert folder.getObjectPosition("b") == 1
+    _retitle(portal, "f/b", "B mine")
+    processQueue()
+    _in_other_thread(pg_layer["pgdb"], lambda p: p.f.manage_delObjects(["a"]))
+    with pytest.raises(ConflictError):
+        transaction.commit()
+    transaction.abort()
+    transaction.begin()
+    _retitle(portal, "f/b", "B mine")
+    transaction.commit()
+    catalog = portal.portal_catalog
+    [brain] = catalog(path="/plone/f/b")
+    assert catalog._row_data(brain.getRID())[0]["getObjPositionInParent"] == 0
+    assert portal.f.getObjectPosition("b") == 0
+
+
 def _remove_without_storing(site, folder: str, id: str) -> None:
     """Take an item out of its folder and the catalog, storing nothing of
     the item itself (no events: Plone's removal stores the item, which

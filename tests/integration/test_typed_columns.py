@@ -16,6 +16,7 @@ from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
+from plone_pgcatalog.upgrades import PROFILE_VERSION
 from psycopg.rows import tuple_row
 
 import psycopg
@@ -126,7 +127,10 @@ def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, searches):
     assert '"portal_type" = ANY(' in searches[-1].statement
     assert '"Subject" && ' in searches[-1].statement
     assert '"allowedRolesAndUsers" && ' in searches[-1].statement
-    conditions = searches[-1].statement.split(" WHERE ", 1)[1].split(" OFFSET 0")[0]
+    # (the matches' conditions, not those of the first rows' metadata)
+    statement = searches[-1].statement
+    conditions = statement.split(" FROM pgcatalog_objects WHERE ", 1)[1]
+    conditions = conditions.split(" OFFSET 0")[0]
     # ``idx`` only for rows without a string title (none).
     assert conditions.endswith(
         "(\"sortable_title\" IS NOT NULL OR idx ? 'sortable_title')"
@@ -268,9 +272,7 @@ def test_5_to_6_makes_the_columns_of_a_schema_5_site(pg_layer, monkeypatch, sear
     setup.upgradeProfile(PGCATALOG_PROFILE)
     _next_transaction(portal)  # the step's change runs
 
-    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (
-        str(schema.SCHEMA_VERSION),
-    )
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (str(PROFILE_VERSION),)
     registered = _registered(dsn)
     for name, kind in HOT.items():
         assert registered.get(name) == (kind, True), name
@@ -308,6 +310,30 @@ def test_catalog_reads_plan_for_cached_pages(pg_layer):
             reading.execute("SELECT no_such_column FROM pgcatalog_objects")
     assert page_cost() == "1.1"
     assert len(catalog.searchResults(portal_type="Document")) == 1
+
+
+def test_catalog_reads_plan_without_jit_and_parallel_workers(pg_layer):
+    """Estimates of set-returning functions (facet counts) and of tables
+    whose statistics lag a load made PostgreSQL compile catalog reads with
+    JIT and start parallel workers, for queries of milliseconds
+    (``connection.PLAN_FOR_REQUESTS``)."""
+    _site(pg_layer, count=1)
+    transaction.begin()
+    catalog = pg_layer["portal"].portal_catalog
+    assert len(catalog.searchResults(portal_type="Document")) == 1
+    conn = connection._pg_connection(connection._storage_instance(catalog))
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        assert cursor.execute("SHOW jit").fetchone()[0] == "off"
+        shown = cursor.execute("SHOW max_parallel_workers_per_gather").fetchone()
+        assert shown[0] == "0"
+
+
+def test_planning_for_requests_can_be_left_to_the_server(monkeypatch):
+    assert connection._plan_for_requests() is True
+    monkeypatch.setenv("PGCATALOG_PLANNING", "server")
+    assert connection._plan_for_requests() is False
+    monkeypatch.setenv("PGCATALOG_PLANNING", "fast please")
+    assert connection._plan_for_requests() is True
 
 
 def test_the_page_cost_setting_is_read_from_the_environment(monkeypatch):

@@ -308,6 +308,7 @@ def create_sample_content(portal: Any) -> int:
     """
     # Imported here, not at module level, so that reading the plan
     # (``sample_items``) works without Plone being set up.
+    from DateTime import DateTime
     from plone import api
     from plone.app.textfield.value import RichTextValue
 
@@ -319,8 +320,6 @@ def create_sample_content(portal: Any) -> int:
         fields: dict[str, Any] = {"subjects": item.subjects}
         if item.text is not None:
             fields["text"] = RichTextValue(item.text, "text/html", "text/x-html-safe")
-        if item.effective is not None:
-            fields["effective"] = item.effective
         if item.start is not None:
             fields.update(
                 start=item.start,
@@ -336,6 +335,11 @@ def create_sample_content(portal: Any) -> int:
             description=item.description,
             **fields,
         )
+        if item.effective is not None:
+            # The publication date (``effective_date``: ``EffectiveDate``,
+            # ``Date``, the ``effective`` index); ``api.content.create``
+            # would set a plain attribute ``effective``, hiding the method.
+            obj.setEffectiveDate(DateTime(item.effective))
         if item.publish:
             api.content.transition(obj=obj, transition="publish")
         created += 1

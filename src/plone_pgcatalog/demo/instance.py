@@ -201,10 +201,17 @@ listen = localhost:{port:d}
 use = egg:Paste#translogger
 setup_console_handler = False
 
+# 503 with Retry-After, not a bare 500, when no database connection can be
+# had (plone_pgcatalog.wsgi).
+[filter:database_unavailable]
+use = egg:plone_pgcatalog#database_unavailable
+retry_after = 5
+
 [pipeline:main]
 pipeline =
     egg:Zope#httpexceptions
     translogger
+    database_unavailable
     zope
 
 [loggers]

@@ -299,6 +299,33 @@ def _random_page_cost() -> str | None:
 RANDOM_PAGE_COST = _random_page_cost()
 
 
+def _plan_for_requests() -> bool:
+    """Whether the catalog's reads plan without JIT compilation and
+    parallel workers (``PGCATALOG_PLANNING``: "requests", the default, or
+    "server" for the server's settings)."""
+    value = os.environ.get("PGCATALOG_PLANNING", "requests").strip().lower()
+    if value not in ("requests", "server"):
+        logger.warning(
+            "PGCATALOG_PLANNING=%r is neither 'requests' nor 'server':"
+            " the catalog's reads plan for requests",
+            value,
+        )
+    return value != "server"
+
+
+#: A catalog read serves a request: milliseconds.  PostgreSQL compiles a
+#: query with JIT, or starts parallel workers, when its estimated cost is
+#: high, and estimates of a set-returning function over each row (facet
+#: counts' ``jsonb_array_elements``: 100 rows a row) or of a table whose
+#: statistics lag a bulk load are high: at 10,000 documents the facet
+#: counts of 5,000 matches took 176 ms with two workers and JIT, 50 ms
+#: with JIT alone (16.5 ms of compiling: EXPLAIN ANALYZE), and
+#: ``facet_counts`` 55 ms a call before, 36 ms with neither
+#: (``benchmarks/facet_bench.py``); during the load, lookups of one path
+#: took 160 ms.  Off for the transactions that read the catalog.
+PLAN_FOR_REQUESTS = _plan_for_requests()
+
+
 #: A duration as ``statement_timeout`` takes it (no unit: milliseconds).
 _DURATION = re.compile(r"\d{1,9}(ms|s|min)?")
 
@@ -337,6 +364,8 @@ def _settings_statement() -> tuple[str, tuple] | None:
         for name, value in (
             ("random_page_cost", RANDOM_PAGE_COST),
             ("statement_timeout", STATEMENT_TIMEOUT),
+            ("jit", "off" if PLAN_FOR_REQUESTS else None),
+            ("max_parallel_workers_per_gather", "0" if PLAN_FOR_REQUESTS else None),
         )
         if value is not None
     ]
@@ -347,7 +376,7 @@ def _settings_statement() -> tuple[str, tuple] | None:
     return statement, tuple(item for pair in settings for item in pair)
 
 
-#: One statement setting both for the transaction.
+#: One statement setting them all for the transaction.
 _SETTINGS = _settings_statement()
 
 

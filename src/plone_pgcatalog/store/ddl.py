@@ -13,20 +13,51 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from plone_pgcatalog.store.connection import ddl_connection_to
+from plone_pgcatalog.store.schema import SCHEMA_STATE_TABLE
+from psycopg import sql
 from zodb_pgjsonb.storage import PGJsonbStorage
 
+import itertools
 import logging
 import psycopg
 import threading
+import time
 
 logger = logging.getLogger(__name__)
 
 #: How long a schema change waits for each lock.  While it waits, new
 #: readers of the catalog's table queue behind it: short, and tried again.
 LOCK_TIMEOUT = "5s"
+#: Seconds between the tries of one run of a change that did not get its
+#: locks.  Locks held for a moment are waited out without leaving the queue:
+#: a request ending, or autovacuum, which gives way to a waiting lock only
+#: after ``deadlock_timeout`` (1 s by default, as long as the exclusive
+#: steps wait).
+LOCK_PAUSES = (0.5, 2.0)
 #: Seconds before each new try of a schema change that did not get its
 #: locks; after the last one it gives up and says how to try again.
 RETRY_DELAYS = (10.0, 60.0, 300.0, 900.0)
+
+#: Who holds a lock on a table of the catalog: named in the warning of a
+#: change that did not get its locks, so an operator sees what to end.
+_LOCK_HOLDERS = """
+SELECT DISTINCT a.pid, a.backend_type, a.state,
+       extract(epoch FROM now() - a.xact_start)::int, left(a.query, 120)
+FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
+WHERE l.granted AND l.pid <> pg_backend_pid()
+  AND l.relation IN (SELECT oid FROM pg_class WHERE starts_with(relname, 'pgcatalog'))
+ORDER BY 4 DESC NULLS LAST LIMIT 5
+"""
+#: zodb-pgjsonb's record of the version it last applied per source.
+_FORGET_VERSION = sql.SQL("DELETE FROM {} WHERE source = %s").format(
+    sql.Identifier(SCHEMA_STATE_TABLE)
+)
+
+#: The newest change queued per storage and label: a change tried again
+#: later is not queued after a newer one of its label (an index deleted,
+#: then added again before the drop got its locks).
+_newest: dict[tuple[int, str], int] = {}
+_generations = itertools.count(1)
 
 
 class SchemaChange:
@@ -55,6 +86,7 @@ class SchemaChange:
         remedy: str,
         attempt: int = 0,
         version: str | None = None,
+        generation: int | None = None,
     ):
         self.storage = storage
         self.label = label
@@ -62,20 +94,70 @@ class SchemaChange:
         self.remedy = remedy
         self.attempt = attempt
         self.version = version
+        self.generation = generation
+        #: Who held the catalog's tables when it last missed its locks.
+        self.holders = ""
+
+    @property
+    def source(self) -> str:
+        """Its name in zodb-pgjsonb's queue and version record."""
+        return f"plone_pgcatalog {self.label}"
 
     def queue(self) -> None:
-        self.storage.defer_startup_action(
-            self, f"plone_pgcatalog {self.label}", version=self.version
-        )
+        if self.generation is None:
+            self.generation = next(_generations)
+            _newest[id(self.storage), self.label] = self.generation
+        elif _newest.get((id(self.storage), self.label)) != self.generation:
+            logger.info(
+                "plone_pgcatalog: %s not tried again: a newer change of it is queued",
+                self.label,
+            )
+            return
+        self.storage.defer_startup_action(self, self.source, version=self.version)
 
     def __call__(self, dsn: str) -> None:
         try:
             with ddl_connection_to(dsn) as conn:
-                self.change(conn)
+                self._run(conn)
         except psycopg.OperationalError as error:
             if self.version is not None:
-                raise  # not marked done: tried again at the next start
+                # zodb-pgjsonb keeps the version it applied before (an
+                # index's creation, when this drops it): forgotten, the
+                # next change of this source runs whatever its version.
+                self._forget_version(dsn)
             self._again(error)
+            if self.version is not None:
+                raise  # not marked done; zodb-pgjsonb logs it
+
+    def _run(self, conn: psycopg.Connection) -> None:
+        """``change(conn)``, tried again after each of ``LOCK_PAUSES`` while
+        it does not get its locks (each try is whole transactions)."""
+        for pause in (*LOCK_PAUSES, None):
+            try:
+                self.change(conn)
+                return
+            except psycopg.errors.LockNotAvailable as error:
+                self.holders = lock_holders(conn)
+                if pause is None:
+                    raise
+                logger.info(
+                    "plone_pgcatalog: %s waits for its locks (%s)%s",
+                    self.label,
+                    str(error).strip(),
+                    self.holders,
+                )
+            time.sleep(pause)
+
+    def _forget_version(self, dsn: str) -> None:
+        try:
+            with ddl_connection_to(dsn) as conn:
+                conn.execute(_FORGET_VERSION, (self.source,))
+        except psycopg.Error as error:
+            logger.warning(
+                "plone_pgcatalog: %s: its applied version not forgotten: %s",
+                self.label,
+                error,
+            )
 
     def _again(self, error: psycopg.OperationalError) -> None:
         if self.attempt >= len(RETRY_DELAYS):
@@ -89,13 +171,20 @@ class SchemaChange:
             return
         delay = RETRY_DELAYS[self.attempt]
         logger.warning(
-            "plone_pgcatalog: %s not done (%s); trying again in %s s",
+            "plone_pgcatalog: %s not done (%s); trying again in %s s%s",
             self.label,
             str(error).strip(),
             delay,
+            self.holders,
         )
         again = SchemaChange(
-            self.storage, self.label, self.change, self.remedy, self.attempt + 1
+            self.storage,
+            self.label,
+            self.change,
+            self.remedy,
+            self.attempt + 1,
+            self.version,
+            self.generation,
         )
         if delay <= 0:
             again.queue()
@@ -103,3 +192,16 @@ class SchemaChange:
         timer = threading.Timer(delay, again.queue)
         timer.daemon = True
         timer.start()
+
+
+def lock_holders(conn: psycopg.Connection) -> str:
+    """The sessions holding locks on the catalog's tables, as the end of a
+    log message ('' when none is left)."""
+    try:
+        rows = conn.execute(_LOCK_HOLDERS).fetchall()
+    except psycopg.Error:
+        return ""
+    return "".join(
+        f"; held by pid {pid} ({kind}, {state}, transaction of {age} s: {query!r})"
+        for pid, kind, state, age, query in rows
+    )

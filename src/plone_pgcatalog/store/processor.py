@@ -11,9 +11,10 @@ Owns: writing catalog rows inside the ZODB two-phase commit.
   catalog-only write replaces was moved or removed by another transaction
   meanwhile; then moved subtrees are relocated, the transaction's rows
   are written into the catalog's table (``layout.TABLE``, one statement
-  per kind of change), uncataloged paths are cleared (and the rows a
-  rebuild did not write, ``PendingCatalog.keep_only``), and the change
-  counter moves.
+  per kind of change) and their texts into ``schema.TEXTS`` (snippets),
+  uncataloged paths are cleared (and the rows a
+  rebuild did not write, ``PendingCatalog.keep_only``, noting the time
+  of the rebuild), and the change counter moves.
 
 Rows of removed objects go with them: the table's foreign key on
 ``object_state`` deletes them (``ON DELETE CASCADE``) when zodb-pgjsonb
@@ -135,6 +136,38 @@ _INSERT_PATCHED = sql.SQL(
 ).format(vector=_PATCH_VECTOR)
 
 
+# The texts snippets show (``schema.TEXTS``), of the rows written with
+# SearchableText: kept where it has one (not rewritten when unchanged),
+# taken away where it has none now.
+_WRITE_TEXTS = sql.SQL(
+    "INSERT INTO {texts} AS t (zoid, config, body)"
+    " SELECT w.zoid, w.config, w.body"
+    " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS w(zoid, config, body)"
+    " WHERE w.body IS NOT NULL" + _OBJECT_STORED.format("w") + " ON CONFLICT (zoid)"
+    " DO UPDATE SET config = EXCLUDED.config, body = EXCLUDED.body"
+    " WHERE (t.config, t.body) IS DISTINCT FROM (EXCLUDED.config, EXCLUDED.body)"
+).format(texts=sql.Identifier(schema.TEXTS))
+_DELETE_TEXTS = sql.SQL("DELETE FROM {} WHERE zoid = ANY(%s::bigint[])").format(
+    sql.Identifier(schema.TEXTS)
+)
+
+
+def text_arrays(written: list) -> tuple[tuple[list, ...], list[int]]:
+    """Bound parameters of ``_WRITE_TEXTS`` for the rows and patches
+    ``written`` that give SearchableText, and the zoids that have none."""
+    given = [w for w in written if w.text_given]
+    kept = [w for w in given if w.text_source is not None]
+    gone = [w.zoid for w in given if w.text_source is None]
+    return (
+        (
+            [w.zoid for w in kept],
+            [w.text_config for w in kept],
+            [w.text_source for w in kept],
+        ),
+        gone,
+    )
+
+
 # Every child of one folder gets its position (0-based) in one statement.
 _SET_POSITIONS = sql.SQL(
     "UPDATE " + _TABLE + " AS s"
@@ -246,6 +279,14 @@ class CatalogStateProcessor:
             arrays = patch_arrays(list(pending.patches.values()))
             cursor.execute(_PATCH_ROWS, arrays)
             cursor.execute(_INSERT_PATCHED, arrays)
+        if pending.rows or pending.patches:
+            texts, without = text_arrays(
+                [*pending.rows.values(), *pending.patches.values()]
+            )
+            if texts[0]:
+                cursor.execute(_WRITE_TEXTS, texts)
+            if without:
+                cursor.execute(_DELETE_TEXTS, (without,))
         kept = [*pending.rows, *pending.patches]
         if pending.removed_paths:
             paths = sql.SQL("path = ANY(%s)")
@@ -264,6 +305,8 @@ class CatalogStateProcessor:
                 ),
                 (*params, since, [*kept, *zoids.tolist()]),
             )
+            # A rebuild's last commit: when the site was last rebuilt.
+            cursor.execute(schema.NOTE_REBUILD, (schema.rebuild_key(root),))
         for parent, (ids, names) in sorted(pending.positions.items()):
             for name in names:
                 cursor.execute(

@@ -1,8 +1,10 @@
-"""Reads of the operators' reports: ``pgcatalog verify`` and ``stats``.
+"""Reads of the operators' reports: ``pgcatalog verify`` and ``stats``, the
+ZMI tabs and the control panel.
 
-Owns the statements the CLI (``cli.py``) runs to compare the stored rows
-with the content and to size the catalog; the CLI composes them with a
-site clause (``paths.path_clause``) and runs them.
+Owns the statements ``health`` and ``overview`` run to compare the stored
+rows with the content, to list and size the catalog, and to describe the
+database; they compose them with a site clause (``paths.path_clause``)
+and run them.
 
 Pure: statements only, no connection.
 """
@@ -79,3 +81,86 @@ SQL_INDEXES = sql.SQL(
 )
 
 STATE = sql.SQL("SELECT key, value FROM pgcatalog_state")
+
+
+def explain(statement: sql.Composable) -> sql.Composed:
+    """``statement`` run and explained (the slow-query report)."""
+    return sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement)
+
+
+# -- the operators' pages (``overview``) ----------------------------------------
+
+#: A page of the site's rows in path order, with their type and state.
+CATALOG_PAGE = sql.SQL(
+    "SELECT zoid, path, idx ->> 'portal_type', idx ->> 'review_state'"
+    " FROM " + _TABLE + ' WHERE {} ORDER BY path COLLATE "C" LIMIT %s OFFSET %s'
+)
+
+#: Per key of ``idx``: the rows with a value (not JSON null, not an empty
+#: list) and the distinct values (each element of a list counted).
+INDEX_FIGURES = sql.SQL(
+    "SELECT e.key, count(DISTINCT s.zoid), count(DISTINCT v.value)"
+    " FROM " + _TABLE + " AS s"
+    " CROSS JOIN LATERAL jsonb_each(s.idx) AS e(key, value)"
+    " CROSS JOIN LATERAL jsonb_array_elements(CASE jsonb_typeof(e.value)"
+    " WHEN 'array' THEN e.value ELSE jsonb_build_array(e.value) END) AS v(value)"
+    " WHERE {} AND v.value <> 'null'::jsonb GROUP BY e.key"
+)
+
+#: The catalog's tables and SQL indexes: name, kind (``r``/``i``), the
+#: table an index is on, its definition, its size (a table's without
+#: its indexes and TOAST), and a table's size with them.
+RELATIONS = sql.SQL(
+    "SELECT c.relname, c.relkind, t.relname, pg_get_indexdef(c.oid),"
+    " pg_relation_size(c.oid), pg_total_relation_size(c.oid)"
+    " FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace"
+    " LEFT JOIN pg_index AS i ON i.indexrelid = c.oid"
+    " LEFT JOIN pg_class AS t ON t.oid = i.indrelid"
+    " WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'i')"
+    " AND (c.relname LIKE 'pgcatalog\\_%%' OR t.relname LIKE 'pgcatalog\\_%%')"
+    " ORDER BY c.relkind DESC, pg_relation_size(c.oid) DESC, c.relname"
+)
+
+#: Live and dead rows, last vacuum and analyze of the catalog's tables.
+TABLE_ACTIVITY = sql.SQL(
+    "SELECT relname, n_live_tup, n_dead_tup,"
+    " greatest(last_vacuum, last_autovacuum),"
+    " greatest(last_analyze, last_autoanalyze)"
+    " FROM pg_stat_user_tables WHERE schemaname = current_schema()"
+    " AND relname LIKE 'pgcatalog\\_%%' ORDER BY relname"
+)
+
+SERVER_VERSION = sql.SQL("SELECT current_setting('server_version'), version()")
+
+HAS_PG_STAT_STATEMENTS = sql.SQL(
+    "SELECT EXISTS (SELECT 1 FROM pg_extension" " WHERE extname = 'pg_stat_statements')"
+)
+
+#: The catalog's statements as ``pg_stat_statements`` counts them in this
+#: database (every client), slowest mean first.
+PG_STAT_STATEMENTS = sql.SQL(
+    "SELECT calls, total_exec_time, mean_exec_time, max_exec_time, rows, query"
+    " FROM pg_stat_statements"
+    " WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND query LIKE '%%pgcatalog\\_objects%%'"
+    " ORDER BY mean_exec_time DESC LIMIT %s"
+)
+
+#: Rows, and rows with full text.
+TEXT_ROWS = sql.SQL("SELECT count(searchable_text) FROM " + _TABLE + " WHERE {}")
+
+#: Indexes kept in the table's own columns rather than in ``idx``: their
+#: columns as the Indexes tab names them, and their SQL indexes
+#: (``schema.BASE_DDL``).
+BUILT_IN = {
+    "path": (
+        "path, parent_path, path_depth",
+        (
+            "pgcatalog_path",
+            "pgcatalog_parent_path",
+            "pgcatalog_path_depth",
+            "pgcatalog_path_elements",
+        ),
+    ),
+    "SearchableText": ("searchable_text (tsvector)", ("pgcatalog_searchable_text",)),
+}

@@ -2,7 +2,8 @@
 
 Owns: the DDL, all of it idempotent (``IF NOT EXISTS``), and its version.
 
-- ``BASE_DDL`` creates the table and the indexes every catalog needs.
+- ``BASE_DDL`` creates the table and the indexes every catalog needs,
+  and the table of the texts snippets show (``TEXTS``).
   zodb-pgjsonb applies it (version-tagged by its text) before the first
   write transaction, when no read snapshot holds the table.
 - ``index_ddl()`` gives the SQL indexes that serve one catalog index; the
@@ -75,6 +76,24 @@ SCHEMA_VERSION = 7
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
+
+#: The texts snippets show: SearchableText as written (``TEXTS_DDL``).
+TEXTS = "pgcatalog_texts"
+
+#: Beside the catalog's table, not in it: a page's text (2 KB and more)
+#: would take the row's place in the heap that every large search scans
+#: (``benchmarks/snippet_storage.py``: at 10,000 documents the heap grew
+#: by 35 % with the text in a column; beside it, it stays as it was, for
+#: 28.5 MB of text table and writes 1.28x instead of 1.19x).  Keyed by the
+#: object, as the table: a row goes with the object's state (pack, undo);
+#: searches read a text only for the rows they found.
+TEXTS_DDL = """\
+CREATE TABLE IF NOT EXISTS pgcatalog_texts (
+    zoid bigint PRIMARY KEY REFERENCES object_state (zoid) ON DELETE CASCADE,
+    config text NOT NULL,
+    body text NOT NULL
+);
+"""
 
 #: The catalog's columns, in the table's order (after ``zoid``).
 COLUMNS = ("path", "parent_path", "path_depth", "idx", "meta", "searchable_text")
@@ -156,7 +175,7 @@ CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
     value bigint NOT NULL
 );
-{columns.COLUMNS_DDL}DO $pgcatalog_base$
+{columns.COLUMNS_DDL}{TEXTS_DDL}DO $pgcatalog_base$
 DECLARE
     legacy boolean := EXISTS (
         SELECT 1 FROM pg_attribute WHERE attrelid = 'object_state'::regclass
@@ -200,6 +219,19 @@ BUMP_COUNTER = sql.SQL(
 )
 
 READ_COUNTER = sql.SQL("SELECT value FROM pgcatalog_state WHERE key = 'counter'")
+
+#: The time (Unix seconds) of a site's last rebuild, under ``rebuild_key``.
+NOTE_REBUILD = sql.SQL(
+    "INSERT INTO pgcatalog_state (key, value)"
+    " VALUES (%s, extract(epoch FROM now())::bigint)"
+    " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+)
+
+
+def rebuild_key(site_path: str) -> str:
+    """The key of ``pgcatalog_state`` that holds when the site at
+    ``site_path`` was last rebuilt."""
+    return f"last_rebuild:{site_path}"
 
 
 def _index_expressions(index_name: str, meta_type: str) -> list[tuple]:
@@ -576,6 +608,7 @@ def drop_schema(conn: psycopg.Connection, lock_timeout: str) -> SchemaDrop:
                 return SchemaDrop(kept=f"a catalog still has rows ({row[0]} is one)")
         # The table's indexes and statistics go with it.
         table_indexes = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
+        cur.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(TEXTS)))
         if kind == "r":
             cur.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(TABLE)))
         cur.execute(
@@ -633,7 +666,8 @@ def create_schema(
     ran = []
     with conn.cursor() as cur:
         base = all(
-            _exists(cur, name) for name in (TABLE, STATE_TABLE, columns.COLUMNS_TABLE)
+            _exists(cur, name)
+            for name in (TABLE, STATE_TABLE, columns.COLUMNS_TABLE, TEXTS)
         )
     if not base:
         _run(conn, sql.SQL(BASE_DDL), lock_timeout)

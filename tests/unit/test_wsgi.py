@@ -1,0 +1,112 @@
+"""The WSGI filter that answers 503 when no database connection can be had."""
+
+from __future__ import annotations
+
+from plone_pgcatalog.wsgi import DatabaseUnavailable
+from plone_pgcatalog.wsgi import filter_app_factory
+from psycopg_pool import PoolTimeout
+
+import json
+import logging
+import psycopg
+import pytest
+
+
+def _failing(error):
+    def app(environ, start_response):
+        raise error
+
+    return app
+
+
+def _call(app, **environ):
+    answers = []
+
+    def start_response(status, headers, exc_info=None):
+        answers.append((status, dict(headers)))
+
+    body = b"".join(app({"PATH_INFO": "/plone", **environ}, start_response))
+    [(status, headers)] = answers
+    return status, headers, body
+
+
+def test_a_pool_timeout_is_a_503_naming_its_type_but_not_its_text(caplog):
+    app = DatabaseUnavailable(
+        _failing(PoolTimeout("couldn't get a connection after 3.00 sec")),
+        retry_after=7,
+    )
+    with caplog.at_level(logging.WARNING, "plone_pgcatalog.wsgi"):
+        status, headers, body = _call(app, HTTP_ACCEPT="text/html")
+    assert status == "503 Service Unavailable"
+    assert headers["Retry-After"] == "7"
+    assert headers["Content-Type"] == "text/html; charset=utf-8"
+    assert headers["Content-Length"] == str(len(body))
+    assert b"<h1>Service Unavailable</h1>" in body
+    assert b"(PoolTimeout)" in body
+    assert b"3.00 sec" not in body
+    [logged] = caplog.records
+    assert logged.getMessage() == (
+        "503 for GET /plone: no database connection: PoolTimeout:"
+        " couldn't get a connection after 3.00 sec"
+    )
+
+
+def test_an_unreachable_server_is_a_503_without_its_address():
+    error = psycopg.OperationalError(
+        'connection to server at "10.0.0.5", port 5432 failed: Connection refused'
+    )
+    status, headers, body = _call(
+        DatabaseUnavailable(_failing(error)), HTTP_ACCEPT="application/json"
+    )
+    assert status == "503 Service Unavailable"
+    assert headers["Retry-After"] == "5"
+    answer = json.loads(body)
+    assert answer["type"] == "OperationalError"
+    assert "Try again in a few seconds" in answer["message"]
+    assert "10.0.0.5" not in body.decode()
+
+
+def test_api_paths_get_json_and_others_plain_text():
+    app = DatabaseUnavailable(_failing(PoolTimeout("no")))
+    _, headers, body = _call(app, PATH_INFO="/plone/++api++/@search")
+    assert headers["Content-Type"] == "application/json"
+    assert json.loads(body)["type"] == "PoolTimeout"
+    _, headers, body = _call(app, HTTP_ACCEPT="*/*")
+    assert headers["Content-Type"] == "text/plain; charset=utf-8"
+    assert body.startswith(b"Service Unavailable: The site's database did not answer")
+
+
+def test_other_errors_pass_unchanged():
+    app = DatabaseUnavailable(_failing(KeyError("x")))
+    with pytest.raises(KeyError):
+        _call(app)
+
+
+def test_an_error_after_the_answer_began_passes_unchanged():
+    def app(environ, start_response):
+        start_response("200 OK", [])
+        raise PoolTimeout("late")
+
+    with pytest.raises(PoolTimeout):
+        DatabaseUnavailable(app)({}, lambda status, headers, exc_info=None: None)
+
+
+def test_answers_pass_through():
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"hello"]
+
+    assert _call(DatabaseUnavailable(app)) == (
+        "200 OK",
+        {"Content-Type": "text/plain"},
+        b"hello",
+    )
+
+
+def test_the_paste_factory_reads_retry_after():
+    app = filter_app_factory(_failing(PoolTimeout("no")), {}, retry_after="12")
+    assert _call(app)[1]["Retry-After"] == "12"
+    with pytest.raises(ValueError, match="retry_after: '-1' is not a number"):
+        filter_app_factory(_failing(PoolTimeout("no")), {}, retry_after="-1")
+    with pytest.raises(ValueError, match="retry_after: 'soon' is not a number"):
+        filter_app_factory(_failing(PoolTimeout("no")), {}, retry_after="soon")
