@@ -23,8 +23,9 @@ What it does, on loopback only:
    ``@@search`` page.  Writes, as the site's administrator, through
    plone.restapi: create, edit, publish, rename (``@move`` into another
    folder: cut and paste), delete, sharing (a local role for the member).
-   A write counts as acknowledged when its response is 2xx; what it did is
-   then recorded as the item's expected state.  A write that failed on its
+   A write counts as acknowledged when its response is 2xx (for ``@move``:
+   one that lists the move, ``acknowledged``); what it did is then
+   recorded as the item's expected state.  A write that failed on its
    connection to PostgreSQL (or got no answer) is *in doubt*: lost while
    its ``COMMIT`` was on the way, it may have been committed (``in_doubt``);
    either outcome is then accepted, and the item is written no more.  Where
@@ -43,9 +44,13 @@ What it does, on loopback only:
    title and review state; nothing deleted is found; the member holds
    the local roles it was given (``allowedRolesAndUsers``).  Runs
    ``pgcatalog verify`` (0 differences), then stops the instances and
-   checks that no connection to the database is left.
+   checks that no connection to the database is left.  Reads the
+   instances' event logs for write conflicts that show a transaction
+   reading an object's state another process had replaced long before
+   (``stale_reads``: zodb-pgjsonb's shared cache, README "Known issues").
 
-Reports requests served, errors by kind, p50/p95/p99 latency per kind,
+Reports requests served, errors by kind (and each failure no fault
+excuses: kind, path, when), p50/p95/p99 latency per kind,
 conflict answers, the checks, as Markdown and JSON (``--output``); the exit
 status is 0 only if every check passed and no request failed otherwise
 than by a write conflict.  ``tests/integration/test_soak.py`` runs a short
@@ -158,13 +163,15 @@ class Instance:
             time.sleep(0.5)
         raise RuntimeError(f"instance on port {self.port} not up in {timeout:.0f} s")
 
-    def conflict_retries(self) -> int:
-        """Requests Zope ran again after a write conflict (its event log)."""
+    def event_log(self) -> list[str]:
         log = self.var / "instance" / "var" / "log" / "event.log"
         if not log.exists():
-            return 0
-        with open(log, encoding="utf-8", errors="replace") as lines:
-            return sum("Request will be retried" in line for line in lines)
+            return []
+        return log.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def conflict_retries(self) -> int:
+        """Requests Zope ran again after a write conflict (its event log)."""
+        return sum("Request will be retried" in line for line in self.event_log())
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -265,6 +272,8 @@ class Record:
     sql_shown: str | None = None
     #: the answer carries a Python traceback (restapi's, for some errors)
     traceback: bool = False
+    #: what it asked for (empty where it raised before an answer)
+    path: str = ""
 
 
 @dataclass
@@ -319,22 +328,35 @@ def _folder_listing_path(rng: random.Random) -> str:
 
 
 def _read(load: Load, rng: random.Random, kind: str, port: int):
+    """Run one read: its answer and the path it asked for."""
+    auth = None
+    accept = "application/json"
     if kind == "search anonymous":
         query = urllib.parse.urlencode(
             {"portal_type": "Document", "sort_on": "modified", "b_size": 20}
         )
-        return request(port, "GET", f"{SITE}/@search?{query}")
-    if kind == "search member":
+        path = f"{SITE}/@search?{query}"
+    elif kind == "search member":
         query = urllib.parse.urlencode(
             {"SearchableText": rng.choice(["lighthouse", "soak", "garden"])}
         )
-        return request(port, "GET", f"{SITE}/@search?{query}", auth=load.member)
-    if kind == "folder listing":
-        return request(port, "GET", _folder_listing_path(rng))
-    if kind == "navigation":
-        return request(port, "GET", f"{SITE}/@navigation?expand.navigation.depth=2")
-    query = urllib.parse.urlencode({"SearchableText": "lighthouse"})
-    return request(port, "GET", f"{SITE}/@@search?{query}", accept="text/html")
+        path, auth = f"{SITE}/@search?{query}", load.member
+    elif kind == "folder listing":
+        path = _folder_listing_path(rng)
+    elif kind == "navigation":
+        path = f"{SITE}/@navigation?expand.navigation.depth=2"
+    else:
+        query = urllib.parse.urlencode({"SearchableText": "lighthouse"})
+        path, accept = f"{SITE}/@@search?{query}", "text/html"
+    return request(port, "GET", path, auth=auth, accept=accept), path
+
+
+def acknowledged(answer) -> bool:
+    """Whether a write's answer says it was done: 2xx, and for ``@move`` a
+    move listed.  plone.restapi's ``@move`` answers 200 with an empty list
+    where it found no source to move: its ``restrictedTraverse(path,
+    None)`` hides why, a lost connection included."""
+    return answer is not None and 200 <= answer[0] < 300 and answer[1] != []
 
 
 def in_doubt(answer) -> bool:
@@ -354,8 +376,8 @@ def in_doubt(answer) -> bool:
 
 def _write(load: Load, rng: random.Random, kind: str, port: int):
     """Run one write; on a 2xx answer, record what it did (on an answer
-    ``in_doubt``, what it may have done).  Returns the response, or None
-    when there was nothing to write on."""
+    ``in_doubt``, what it may have done).  Returns the answer and the path
+    it was sent to, or None when there was nothing to write on."""
     admin = load.admin
     if kind == "create":
         item = Item(load.new_id(), AREA, f"Soak page {rng.randrange(10**6)}")
@@ -363,11 +385,12 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
         with load.lock:
             load.items[item.id] = item
         answer = None
+        path = f"{SITE}/{AREA}"
         try:
             answer = request(
                 port,
                 "POST",
-                f"{SITE}/{AREA}",
+                path,
                 {"@type": "Document", "id": item.id, "title": item.title},
                 auth=admin,
             )
@@ -375,13 +398,13 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
             # No answer, or one in doubt: whether it was created is not
             # known; not checked.
             with load.lock:
-                if answer is not None and 200 <= answer[0] < 300:
+                if acknowledged(answer):
                     item.busy = False
                 else:  # not acknowledged: not expected
                     del load.items[item.id]
                     if answer is None or in_doubt(answer):
                         load.unknown.add(item.id)
-        return answer
+        return answer, path
     item = load.pick(rng)
     if item is None:
         return None
@@ -393,7 +416,7 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
         finally:
             with load.lock:
                 record(item, changes, answer)
-        return answer
+        return answer, path
     finally:
         load.release(item)
 
@@ -401,7 +424,7 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
 def record(item: Item, changes: dict, answer) -> None:
     """What a write's ``answer`` (None: none came) tells of ITEM: the
     ``changes`` done (2xx), perhaps done (``in_doubt``), or not done."""
-    if answer is not None and 200 <= answer[0] < 300:
+    if acknowledged(answer):
         item.earlier.append(item.checked())
         for name, value in changes.items():
             setattr(item, name, value)
@@ -443,13 +466,14 @@ def _client(load: Load, number: int) -> None:
         started = time.monotonic()
         try:
             if kind in READS:
-                answer = _read(load, rng, kind, port)
+                answer, path = _read(load, rng, kind, port)
             else:
-                answer = _write(load, rng, kind, port)
-                if answer is None:
+                sent = _write(load, rng, kind, port)
+                if sent is None:
                     continue
+                answer, path = sent
             status, body = answer
-            error = None if 200 <= status < 300 else _error_of(body)
+            error = None if acknowledged(answer) else _error_of(body)
             record = Record(
                 kind,
                 status,
@@ -459,6 +483,7 @@ def _client(load: Load, number: int) -> None:
                 started,
                 _names_sql(body) if error is not None else None,
                 error is not None and _has_traceback(body),
+                path,
             )
         except Exception as exc:  # a refused connection, a timeout
             record = Record(
@@ -472,6 +497,10 @@ def _client(load: Load, number: int) -> None:
         with load.lock:
             load.records.append(record)
 
+
+#: ``@move``'s 200 with nothing moved (``acknowledged``): during a fault,
+#: the source's traversal failed on the lost connection.
+MOVED_NOTHING = "@move moved nothing"
 
 #: Words of SQL statements and of the tables, which no answer may show.
 SQL_WORDS = (
@@ -509,6 +538,7 @@ CONNECTION_ERRORS = (
     "RemoteDisconnected",
     "Plone error page",
     "waitress error page",
+    MOVED_NOTHING,
 )
 
 
@@ -523,6 +553,8 @@ def _has_traceback(body) -> bool:
 
 
 def _error_of(body) -> str:
+    if body == []:
+        return MOVED_NOTHING
     if isinstance(body, dict):
         return str(body.get("type") or body.get("message") or body)[:200]
     text = str(body)
@@ -608,6 +640,54 @@ def check_items(dsn: str, items: dict[str, Item], unknown=frozenset()) -> list[s
     return problems
 
 
+#: A write conflict as Zope logs it: when, the object, the version the
+#: transaction read and the one committed.
+_CONFLICT = re.compile(
+    r"^(\S+ \S+) INFO \[Zope\.SiteErrorLog:\d+\] \w*ConflictError at \S+:"
+    r" database (?:read )?conflict error \(oid (0x[0-9a-f]+), class \S+,"
+    r" serial this txn started with 0x[0-9a-f]+ (\S+ \S+),"
+    r" serial currently committed 0x[0-9a-f]+ (\S+ \S+)\)"
+)
+#: Longer than a write request takes under the soak (p99 under 7 s, the
+#: outage's included).
+STALE_AFTER_S = 8.0
+
+
+def stale_reads(event_log: list[str]) -> list[dict]:
+    """Write conflicts of one process whose transaction read a version of
+    an object older than one that process had already reported committed
+    more than ``STALE_AFTER_S`` before: a transaction that began after that
+    commit and still read the older state, from a cache that missed the
+    invalidation.  (zodb-pgjsonb 1.19's process-wide cache drops a poll's
+    invalidations when another connection of the process polled or
+    committed further first: ``SharedLoadCache.poll_advance``; README.)"""
+    import datetime
+
+    known: dict[str, datetime.datetime] = {}
+    found = []
+    for line in event_log:
+        match = _CONFLICT.match(line)
+        if match is None:
+            continue
+        logged, oid, read, committed = (
+            datetime.datetime.fromisoformat(value) if i != 1 else value
+            for i, value in enumerate(match.groups())
+        )
+        newer = known.get(oid)
+        if newer is not None and read < newer:
+            if (logged - newer).total_seconds() > STALE_AFTER_S:
+                found.append(
+                    {
+                        "at": str(logged),
+                        "oid": oid,
+                        "read": str(read)[11:],
+                        "known": str(newer)[11:],
+                    }
+                )
+        known[oid] = max(newer or committed, committed)
+    return found
+
+
 def _percentiles(seconds: list[float]) -> dict:
     ms = sorted(s * 1000 for s in seconds)
     if not ms:
@@ -619,6 +699,10 @@ def _percentiles(seconds: list[float]) -> dict:
         "p95": round(cut[94], 1),
         "p99": round(cut[98], 1),
     }
+
+
+def _or_default(value) -> str:
+    return "its default" if value is None else str(value)
 
 
 def report(result: dict) -> str:
@@ -633,7 +717,14 @@ def report(result: dict) -> str:
         f" outcome the faults left unknown: {result.get('in_doubt', 0)}"
         f" (items they left unverifiable: {result.get('unverifiable', 0)}).",
         f"- Errors by kind: {result['errors'] or 'none'}; requests Zope ran again"
-        f" after a write conflict: {result['conflict_retries']}.",
+        f" after a write conflict: {result['conflict_retries']}; zodb-pgjsonb's"
+        f" cache-shared-mb {_or_default(result.get('cache_shared_mb'))}, stale"
+        " reads seen in"
+        f" write conflicts: {len(result.get('stale_reads', []))}.",
+        *(
+            f"- Failed, not excused by a fault: {failure}"
+            for failure in result.get("failures", [])
+        ),
         f"- Checks: catalog rows of acknowledged writes"
         f" {'ok' if not result['item_problems'] else result['item_problems']};"
         f" `pgcatalog verify`: {result['verify']};"
@@ -811,6 +902,24 @@ def _after_faults(records: list[Record], times: dict, ports: list[int]) -> dict:
     return figures
 
 
+def _failure(record: Record, begun: float, times: dict) -> dict:
+    """A failed request that no fault excuses, for the report: what it
+    asked, what it got, and when (seconds since the load began; the faults'
+    times likewise)."""
+    return {
+        "kind": record.kind,
+        "path": record.path,
+        "answer": f"{record.status} {record.error}",
+        "sent_s": round(record.started - begun, 2),
+        "took_s": round(record.seconds, 2),
+        "faults_s": {
+            name: round(at - begun, 2)
+            for name, at in times.items()
+            if name in ("terminated", "stopped", "started")
+        },
+    }
+
+
 def _pool_timeout(record: Record, args) -> bool:
     """Whether ``record`` failed waiting for a pooled connection: with a
     pool limit set, after the pool's timeout, as restapi names it
@@ -890,6 +999,8 @@ def run(args) -> dict:
             pool += ["--pool-max-size", str(args.pool_max_size)]
         if args.pool_timeout is not None:
             pool += ["--pool-timeout", str(args.pool_timeout)]
+        if args.cache_shared_mb is not None:
+            pool += ["--cache-shared-mb", str(args.cache_shared_mb)]
         password = (instances[0].var / "admin-password.txt").read_text().strip()
         admin = _auth("admin", password)
         for instance in instances:
@@ -962,6 +1073,7 @@ def run(args) -> dict:
         for instance in instances:
             instance.stop()
         retries = sum(instance.conflict_retries() for instance in instances)
+        stale = [s for i in instances for s in stale_reads(i.event_log())]
         verified = subprocess.run(
             [str(pgcatalog), "-C", str(instances[0].conf), "verify"],
             capture_output=True,
@@ -1005,6 +1117,8 @@ def run(args) -> dict:
         again = max((s for s in back if s is not None), default=30.0)
         outage = (times["stopped"], times["started"] + again + 5)
     terminated = times.get("terminated", float("inf"))
+    begun = load.deadline - args.duration
+    failures = []  # the requests behind ``unexpected_errors``
     for record in load.records:
         by_kind[record.kind].append(record.seconds)
         if record.error is not None and _pool_timeout(record, args):
@@ -1023,6 +1137,8 @@ def run(args) -> dict:
             errors[error] += 1
         elif record.error is not None:
             errors[f"{record.status} {record.error}"] += 1
+            if "ConflictError" not in record.error:
+                failures.append(_failure(record, begun, times))
     return {
         "duration": took,
         "clients": args.clients,
@@ -1039,12 +1155,15 @@ def run(args) -> dict:
         # of which: back to an earlier state, so not checked
         "unverifiable": sum(i.unverifiable for i in load.items.values()),
         "errors": dict(errors),
+        "failures": failures,
         "failed_by_kind": dict(failed),
         "latency": {kind: _percentiles(s) for kind, s in by_kind.items()},
         "item_problems": problems,
         "verify": verify,
         "connections_after": left,
         "conflict_retries": retries,
+        "cache_shared_mb": args.cache_shared_mb,
+        "stale_reads": stale,
         "answers_after": answers_after,
         "faults": faults,
         "pool": {
@@ -1109,6 +1228,7 @@ def passed(result: dict) -> bool:
         within_pool
         and set(result["answers_after"].values()) == {200}
         and not result["item_problems"]
+        and not result["stale_reads"]
         and result["verify"] == "0 differences"
         and result["connections_after"] == 0
         and not unexpected_errors(result)
@@ -1139,6 +1259,12 @@ def main(argv=None) -> int:
         "--pool-timeout",
         type=float,
         help="zodb-pgjsonb's pool-timeout of each instance, s (default 30)",
+    )
+    parser.add_argument(
+        "--cache-shared-mb",
+        type=int,
+        help="zodb-pgjsonb's cache-shared-mb of each instance (default: its own,"
+        " 256 MB; 0: none)",
     )
     parser.add_argument("--output", type=Path)
     parser.add_argument("--keep", action="store_true")

@@ -3,14 +3,17 @@
 Owns: the subscriber that runs when Zope opens its databases, and
 ``prepare_database``, which the test layers call too.  On a zodb-pgjsonb
 storage it registers ``CatalogStateProcessor`` (which also queues the
-catalog's base DDL for the first write transaction) and makes the
-database load ``pytz.utc`` zones as they were stored (``timezones``).
+catalog's base DDL for the first write transaction), makes the
+database load ``pytz.utc`` zones as they were stored (``timezones``) and
+keeps every poll's invalidations in the storage's process-wide cache
+(``sharedcache``).
 Other storages are left alone; a site whose catalog is a PGCatalogTool on
 such a storage gets a clear error when the catalog is used.
 """
 
 from __future__ import annotations
 
+from plone_pgcatalog import sharedcache
 from plone_pgcatalog import timezones
 from plone_pgcatalog.store import processor
 
@@ -24,6 +27,7 @@ def prepare_database(db) -> bool:
     if processor.register(db.storage) is None:
         return False
     timezones.restore_pytz_utc(db)
+    sharedcache.keep_invalidations(db.storage)
     return True
 
 

@@ -88,8 +88,11 @@ def test_two_instances_under_load_lose_nothing(tmp_path):
     assert result["item_problems"] == [], result["errors"]
     assert result["verify"] == "0 differences"
     assert result["connections_after"] == 0
+    # No instance read an object's state that another had replaced
+    # (plone_pgcatalog.sharedcache).
+    assert result["stale_reads"] == []
     unexpected = soak.unexpected_errors(result)
-    assert unexpected == {}
+    assert unexpected == {}, result["failures"]
     for kind in ("search anonymous", "search member", "folder listing", "navigation"):
         assert result["latency"][kind]["count"] > 0, kind
     terminate = result["faults"]["terminate"]
@@ -194,3 +197,53 @@ def test_a_write_in_doubt_that_would_restore_an_earlier_state_is_not_checked():
     assert not item.unverifiable and item.or_else[0].title == "Page edited"
     soak.record(item, {"title": "Not sent"}, (503, {"type": "PoolTimeout"}))
     assert len(item.or_else) == 1
+
+
+def test_a_move_that_moved_nothing_is_not_acknowledged():
+    """plone.restapi's ``@move`` answers 200 with an empty list where it
+    could not find the source (a lost connection while traversing to it
+    included): the item stays where it was, and the request counts as
+    failed, excused only in a fault's window."""
+    item = soak.Item("soak-5", soak.AREA, "Page")
+    soak.record(item, {"folder": soak.ELSEWHERE}, (200, []))
+    assert item.folder == soak.AREA and not item.or_else
+    assert soak._error_of([]) == soak.MOVED_NOTHING
+    assert soak._of_the_connection(soak.MOVED_NOTHING)
+    moved = [{"source": "a", "target": "b"}]
+    soak.record(item, {"folder": soak.ELSEWHERE}, (200, moved))
+    assert item.folder == soak.ELSEWHERE
+    assert soak.acknowledged((204, ""))  # PATCH, DELETE, @sharing
+
+
+def _conflict(logged: str, oid: str, read: str, committed: str) -> str:
+    return (
+        f"2026-11-26 {logged} INFO [Zope.SiteErrorLog:348] ConflictError at"
+        f" /Plone/soak: database conflict error (oid {oid}, class"
+        " BTrees.OOBTree.OOBTree, serial this txn started with 0x040d46ff1ae33dcc"
+        f" 2026-11-26 {read}, serial currently committed 0x040d46ff52f840ee"
+        f" 2026-11-26 {committed}). Request will be retried."
+    )
+
+
+def test_stale_reads_are_told_from_write_conflicts():
+    """What the soak found on zodb-pgjsonb's process-wide cache: a process
+    that had logged the version of 15:27:19 committed still read the one
+    of 15:27:06 twelve seconds later.  Conflicts of concurrent
+    transactions, and of other objects, are no stale read."""
+    log = [
+        _conflict("15:27:22", "0x20f3", "15:27:06.301796", "15:27:19.446033"),
+        _conflict("15:27:23", "0x20f3", "15:27:06.301796", "15:27:19.446033"),
+        _conflict("15:27:25", "0x11", "15:27:06.301796", "15:27:24.000000"),
+        "2026-11-26 15:27:26 INFO [Zope.SiteErrorLog:348] something else",
+        _conflict("15:27:31", "0x20f3", "15:27:06.301796", "15:27:19.446033"),
+    ]
+    found = soak.stale_reads(log)
+    assert found == [
+        {
+            "at": "2026-11-26 15:27:31",
+            "oid": "0x20f3",
+            "read": "15:27:06.301796",
+            "known": "15:27:19.446033",
+        }
+    ]
+    assert soak.stale_reads(log[:4]) == []
