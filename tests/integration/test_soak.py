@@ -215,35 +215,56 @@ def test_a_move_that_moved_nothing_is_not_acknowledged():
     assert soak.acknowledged((204, ""))  # PATCH, DELETE, @sharing
 
 
-def _conflict(logged: str, oid: str, read: str, committed: str) -> str:
+def _local(utc: str) -> str:
+    """A time of 2026-11-26 in UTC as Zope's event log writes it: local."""
+    import datetime
+
+    moment = datetime.datetime.fromisoformat(f"2026-11-26 {utc}+00:00")
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _conflict(logged: str, oid: str, read: str, committed: str, kind="") -> str:
+    """A write conflict as Zope logs it (``kind="Read"``: as zodb-pgjsonb
+    raises a read conflict, without the class)."""
+    what = "read conflict error" if kind else "conflict error"
+    of = "" if kind else ", class BTrees.OOBTree.OOBTree"
     return (
-        f"2026-11-26 {logged} INFO [Zope.SiteErrorLog:348] ConflictError at"
-        f" /Plone/soak: database conflict error (oid {oid}, class"
-        " BTrees.OOBTree.OOBTree, serial this txn started with 0x040d46ff1ae33dcc"
-        f" 2026-11-26 {read}, serial currently committed 0x040d46ff52f840ee"
-        f" 2026-11-26 {committed}). Request will be retried."
+        f"{_local(logged)} INFO [Zope.SiteErrorLog:348] {kind}ConflictError at"
+        f" /Plone/soak: database {what} (oid {oid}{of}, serial this txn started"
+        f" with 0x040d46ff1ae33dcc 2026-11-26 {read}, serial currently committed"
+        f" 0x040d46ff52f840ee 2026-11-26 {committed}). Request will be retried."
     )
 
 
 def test_stale_reads_are_told_from_write_conflicts():
     """What the soak found on zodb-pgjsonb's process-wide cache: a process
     that had logged the version of 15:27:19 committed still read the one
-    of 15:27:06 twelve seconds later.  Conflicts of concurrent
-    transactions, and of other objects, are no stale read."""
+    of 15:27:06 twelve seconds later, longer than any request took.
+    Conflicts of concurrent transactions, and of other objects, are no
+    stale read."""
     log = [
         _conflict("15:27:22", "0x20f3", "15:27:06.301796", "15:27:19.446033"),
         _conflict("15:27:23", "0x20f3", "15:27:06.301796", "15:27:19.446033"),
         _conflict("15:27:25", "0x11", "15:27:06.301796", "15:27:24.000000"),
         "2026-11-26 15:27:26 INFO [Zope.SiteErrorLog:348] something else",
         _conflict("15:27:31", "0x20f3", "15:27:06.301796", "15:27:19.446033"),
+        _conflict("15:27:32", "0x11", "15:27:06.301796", "15:27:24.000000", "Read"),
     ]
-    found = soak.stale_reads(log)
+    found = soak.stale_reads(log, longest_s=7.5)
     assert found == [
         {
             "at": "2026-11-26 15:27:31",
             "oid": "0x20f3",
             "read": "15:27:06.301796",
             "known": "15:27:19.446033",
-        }
+        },
+        {
+            "at": "2026-11-26 15:27:32",
+            "oid": "0x11",
+            "read": "15:27:06.301796",
+            "known": "15:27:24",
+        },
     ]
-    assert soak.stale_reads(log[:4]) == []
+    assert soak.stale_reads(log[:4], longest_s=7.5) == []
+    # A run whose longest request took 13 s: that one may have begun early.
+    assert soak.stale_reads(log, longest_s=13) == []

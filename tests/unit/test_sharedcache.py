@@ -71,3 +71,15 @@ def test_the_storage_keeps_its_cache_object_and_entries():
     assert type(cache) is InvalidatingSharedLoadCache
     assert cache.get(OWN, 1) == (b"own state of 1", p64(1))
     assert _after_the_race(cache).get(ZOID, 14) is None
+
+
+def test_a_cache_without_what_the_rule_uses_is_left_alone(monkeypatch, caplog):
+    import plone_pgcatalog.sharedcache as sharedcache
+
+    monkeypatch.setattr(sharedcache, "_USED", ("_lock", "_entries"))
+    storage = _Storage(SharedLoadCache(max_mb=1))
+
+    keep_invalidations(storage)
+
+    assert type(storage._shared_cache) is SharedLoadCache
+    assert "no _entries" in caplog.text
