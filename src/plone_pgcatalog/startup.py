@@ -27,7 +27,7 @@ def prepare_database(db) -> bool:
     if processor.register(db.storage) is None:
         return False
     timezones.restore_pytz_utc(db)
-    sharedcache.keep_invalidations(db.storage)
+    sharedcache.keep_invalidations(db)
     return True
 
 

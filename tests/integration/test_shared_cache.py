@@ -1,22 +1,109 @@
-"""The databases Zope's start-up prepares (``startup.prepare_database``,
-which the test layer calls as Zope's subscriber does) keep every poll's
-invalidations in zodb-pgjsonb's shared cache (``plone_pgcatalog.sharedcache``).
-"""
+"""zodb-pgjsonb's process-wide object cache as ``plone_pgcatalog.sharedcache``
+leaves it, on a real database: two ZODB databases on one PostgreSQL
+database stand for two Zope processes.  And the databases Zope's start-up
+prepares have it (``startup.prepare_database``, which the test layer calls
+as Zope's subscriber does)."""
 
 from __future__ import annotations
 
-from plone_pgcatalog.sharedcache import InvalidatingSharedLoadCache
-from ZODB.utils import p64
+from persistent.mapping import PersistentMapping
+from plone_pgcatalog import sharedcache
+from plone_pgcatalog import testing
+from plone_pgcatalog.sharedcache import CoveredSharedLoadCache
+from ZODB.DB import DB
+from zodb_pgjsonb.storage import PGJsonbStorage
+
+import os
+import psycopg
+import pytest
+import transaction
 
 
-def test_the_site_database_keeps_every_poll_s_invalidations(pg_layer):
+@pytest.fixture
+def two_processes():
+    """``(this, other)``: two ``ZODB.DB`` on one new PostgreSQL database;
+    ``this`` has the add-on's cache rule."""
+    server = testing.server_dsn()
+    name = f"pgcatalog_sharedcache_{os.getpid()}"
+    testing.drop_database(server, name)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    dsn = psycopg.conninfo.make_conninfo(server, dbname=name)
+    other = DB(PGJsonbStorage(dsn, cache_warm_pct=0))
+    this = DB(PGJsonbStorage(dsn, cache_warm_pct=0))
+    sharedcache.keep_invalidations(this)
+    try:
+        yield this, other
+    finally:
+        this.close()
+        other.close()
+        testing.drop_database(server, name)
+
+
+def _write(db: DB, value: int) -> None:
+    tm = transaction.TransactionManager()
+    conn = db.open(tm)
+    try:
+        root = conn.root()
+        if "x" not in root:
+            root["x"] = PersistentMapping()
+        root["x"]["value"] = value
+        tm.commit()
+    finally:
+        conn.close()
+
+
+def test_a_connection_opened_anew_reads_what_another_process_wrote(two_processes):
+    """zodb-pgjsonb's first poll of a connection invalidates nothing: the
+    state this process cached before another wrote was served to it."""
+    this, other = two_processes
+    _write(other, 1)
+    first = this.open(transaction.TransactionManager())
+    assert first.root()["x"]["value"] == 1  # cached, process-wide
+    _write(other, 2)
+
+    opened_anew = this.open(transaction.TransactionManager())  # first is open
+
+    assert opened_anew.root()["x"]["value"] == 2
+    first.close()
+    opened_anew.close()
+
+
+def test_zodb_pgjsonb_alone_serves_the_old_state_to_a_new_connection(two_processes):
+    """The behaviour the test above guards against, without the rule (if
+    this fails, zodb-pgjsonb invalidates a new connection's cache itself)."""
+    _, other = two_processes
+    plain = DB(PGJsonbStorage(other.storage._dsn, cache_warm_pct=0))
+    try:
+        _write(other, 1)
+        first = plain.open(transaction.TransactionManager())
+        assert first.root()["x"]["value"] == 1
+        _write(other, 2)
+
+        opened_anew = plain.open(transaction.TransactionManager())
+
+        assert opened_anew.root()["x"]["value"] == 1
+        first.close()
+        opened_anew.close()
+    finally:
+        plain.close()
+
+
+def test_the_site_database_has_the_rule(pg_layer):
     db = pg_layer["app"]._p_jar.db()
-    cache = db.storage._shared_cache
 
-    assert type(cache) is InvalidatingSharedLoadCache
-    consensus = cache.consensus_tid
-    zoid = 2**40  # no object of the site
-    assert cache.set(zoid, b"old state", p64(1), consensus)
-    cache.poll_advance(consensus - 1, [zoid])  # a late poll
-    assert cache.get(zoid, consensus) is None
-    assert cache.consensus_tid == consensus
+    assert type(db.storage._shared_cache) is CoveredSharedLoadCache
+    assert db.storage._shared_cache.covered is not None
+
+
+def test_a_zodb_pgjsonb_without_what_the_rule_uses_is_left_alone(
+    two_processes, monkeypatch, caplog
+):
+    _, other = two_processes
+    monkeypatch.setattr(sharedcache, "_USED_OF_THE_CACHE", ("_lock", "_entries"))
+    cache = other.storage._shared_cache
+
+    sharedcache.keep_invalidations(other)
+
+    assert other.storage._shared_cache is cache
+    assert "no _entries" in caplog.text

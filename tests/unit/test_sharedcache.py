@@ -1,18 +1,16 @@
-"""zodb-pgjsonb's process-wide object cache and the add-on's invalidation
-rule (``plone_pgcatalog.sharedcache``), on the cache object alone.
+"""zodb-pgjsonb's process-wide object cache and the add-on's rules for it
+(``plone_pgcatalog.sharedcache``), on the cache object alone.
 
-The sequence of the soak's stale reads: an object is cached at
-transaction 5; another process commits a new state of it at 12; a
-connection of this process commits at 14 (its own objects); a connection
-whose snapshot began at 12 polls, finds the object changed and hands that
-to the cache.  A transaction at 14 must then miss the cache and read the
-object from PostgreSQL.
+The sequence of the soak's old reads: an object is cached at transaction
+5; another process commits a new state of it at 12; a connection of this
+process commits at 14 (its own objects); a connection whose poll read 12
+as PostgreSQL's last transaction hands the changed object to the cache.
+A transaction at 14 must then read the object from PostgreSQL.
 """
 
 from __future__ import annotations
 
-from plone_pgcatalog.sharedcache import InvalidatingSharedLoadCache
-from plone_pgcatalog.sharedcache import keep_invalidations
+from plone_pgcatalog.sharedcache import CoveredSharedLoadCache
 from ZODB.utils import p64
 from zodb_pgjsonb.storage import SharedLoadCache
 
@@ -21,10 +19,13 @@ OWN = 99
 
 
 def _after_the_race(cache: SharedLoadCache) -> SharedLoadCache:
+    polled = getattr(cache, "polled", lambda since, through: None)
     cache.poll_advance(10, [])
+    polled(None, 10)
     assert cache.set(ZOID, b"state of 5", p64(5), 10)
     cache.poll_advance(14, [OWN])  # this process commits at 14
     cache.poll_advance(12, [ZOID])  # a poll that reached 12 only
+    polled(10, 12)
     return cache
 
 
@@ -38,48 +39,62 @@ def test_zodb_pgjsonb_alone_keeps_the_old_state_after_the_poll():
 
 
 def test_the_old_state_is_dropped_by_the_poll():
-    cache = _after_the_race(InvalidatingSharedLoadCache(max_mb=1))
+    cache = _after_the_race(CoveredSharedLoadCache(max_mb=1))
 
-    assert cache.get(ZOID, 14) is None
+    assert cache.get(ZOID, 12) is None
     assert cache.consensus_tid == 14  # not moved back by the late poll
+    assert cache.covered == 12
     assert cache._current_bytes == 0
 
 
 def test_a_reader_behind_the_consensus_still_cannot_fill_the_cache():
-    cache = _after_the_race(InvalidatingSharedLoadCache(max_mb=1))
+    cache = _after_the_race(CoveredSharedLoadCache(max_mb=1))
 
     assert not cache.set(ZOID, b"state of 5", p64(5), 12)
     assert cache.set(ZOID, b"state of 12", p64(12), 14)
-    assert cache.get(ZOID, 14) == (b"state of 12", p64(12))
+    assert cache.get(ZOID, 12) == (b"state of 12", p64(12))
 
 
-class _Storage:
-    def __init__(self, cache):
-        self._shared_cache = cache
+def test_a_reader_past_what_the_polls_covered_reads_postgresql():
+    """A connection's first poll (zodb-pgjsonb invalidates nothing then),
+    or one not yet told to the cache, reaches past ``covered``: the entry
+    may be older than a change no poll has dropped yet."""
+    cache = CoveredSharedLoadCache(max_mb=1)
+    cache.poll_advance(10, [])
+    cache.polled(None, 10)
+    assert cache.set(ZOID, b"state of 5", p64(5), 10)
+
+    assert cache.get(ZOID, 12) is None
+    assert cache.get(ZOID, 10) == (b"state of 5", p64(5))
 
 
-def test_the_storage_keeps_its_cache_object_and_entries():
-    cache = SharedLoadCache(max_mb=1)
-    cache.poll_advance(1, [])
-    cache.set(OWN, b"own state of 1", p64(1), 1)
-    storage = _Storage(cache)
-
-    keep_invalidations(storage)
-    keep_invalidations(storage)
-
-    assert storage._shared_cache is cache
-    assert type(cache) is InvalidatingSharedLoadCache
-    assert cache.get(OWN, 1) == (b"own state of 1", p64(1))
-    assert _after_the_race(cache).get(ZOID, 14) is None
+def test_polls_extend_what_is_covered_only_from_within_it():
+    cache = CoveredSharedLoadCache(max_mb=1)
+    assert cache.covered is None
+    cache.polled(None, 10)
+    cache.polled(12, 20)  # changes 11-12 not dropped by it
+    assert cache.covered == 10
+    cache.polled(8, 15)
+    assert cache.covered == 15
+    cache.polled(15, 13)  # a poll that read less than covered
+    assert cache.covered == 15
 
 
-def test_a_cache_without_what_the_rule_uses_is_left_alone(monkeypatch, caplog):
-    import plone_pgcatalog.sharedcache as sharedcache
+def test_the_first_poll_drops_what_was_cached_before_it():
+    cache = CoveredSharedLoadCache(max_mb=1)
+    cache.poll_advance(4, [])  # the cache warmer, before any poll
+    assert cache.set(ZOID, b"state of 3", p64(3), 4)
 
-    monkeypatch.setattr(sharedcache, "_USED", ("_lock", "_entries"))
-    storage = _Storage(SharedLoadCache(max_mb=1))
+    cache.polled(None, 10)
 
-    keep_invalidations(storage)
+    assert cache.get(ZOID, 10) is None
+    assert cache._current_bytes == 0
 
-    assert type(storage._shared_cache) is SharedLoadCache
-    assert "no _entries" in caplog.text
+
+def test_clearing_forgets_what_was_covered():
+    cache = CoveredSharedLoadCache(max_mb=1)
+    cache.polled(None, 10)
+
+    cache.clear()
+
+    assert cache.covered is None
