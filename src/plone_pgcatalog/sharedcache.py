@@ -43,8 +43,12 @@ So here, for each database Zope's start-up prepares:
 - the cache knows the transaction up to which every change has been
   dropped (``covered``: polls whose range begins within it extend it)
   and serves an entry only to a reader whose snapshot is within it;
-- a connection's first poll begins where ``covered`` ends, not with
-  nothing, and so extends it.
+- a connection's poll begins where ``covered`` ends when its own last
+  poll is not within it (its first poll, which would begin with nothing,
+  or one of a connection that polled past it), and so extends it: the
+  cost is an invalidation query over a range a little longer;
+- it starts empty, with ``covered`` at PostgreSQL's last transaction, and
+  refuses to cache what a reader older than ``covered`` read.
 
 The consensus and the other gates of zodb-pgjsonb's cache are its own.
 A reader beyond ``covered`` (a poll not yet told to the cache) reads
@@ -64,7 +68,8 @@ logger = logging.getLogger(__name__)
 
 #: What the classes below use of zodb-pgjsonb's.
 _USED_OF_THE_CACHE = ("_lock", "_cache", "_current_bytes", "_max_bytes")
-_USED_OF_THE_STORAGE = ("_shared_cache", "new_instance")
+_USED_OF_THE_STORAGE = ("_shared_cache", "new_instance", "current_max_tid")
+_USED_OF_THE_INSTANCE = ("_poll",)
 
 
 class CoveredSharedLoadCache(SharedLoadCache):
@@ -91,10 +96,18 @@ class CoveredSharedLoadCache(SharedLoadCache):
                     self._current_bytes -= len(entry[0])
             super().poll_advance(new_tid, changed_zoids)
 
+    def begin(self, tid) -> None:
+        """Start at ``tid``, PostgreSQL's last transaction: nothing is
+        cached yet, so every change up to it is dropped."""
+        with self._lock:
+            self.poll_advance(tid, [])
+            self._covered = tid
+
     def polled(self, since, through) -> None:
         """A poll dropped the changes after ``since`` through ``through``
-        (``poll_advance``).  The first one tells where ``covered`` begins:
-        what was cached before it is dropped."""
+        (``poll_advance``).  Without ``begin``, or after ``clear``, the
+        first one tells where ``covered`` begins: what was cached before it
+        is dropped."""
         with self._lock:
             if self._covered is None:
                 self._cache.clear()
@@ -114,6 +127,13 @@ class CoveredSharedLoadCache(SharedLoadCache):
                 return None
             return super().get(zoid, polled_tid)
 
+    def set(self, zoid, data, tid_bytes, polled_tid):
+        with self._lock:
+            if self._covered is not None and polled_tid is not None:
+                if polled_tid < self._covered:
+                    return False
+            return super().set(zoid, data, tid_bytes, polled_tid)
+
     def clear(self):
         with self._lock:
             super().clear()
@@ -126,8 +146,11 @@ class CoveringStorageInstance(PGJsonbStorageInstance):
 
     def _poll(self):
         cache = self._main._shared_cache
-        if self._polled_tid is None:
-            self._polled_tid = cache.covered
+        covered = cache.covered
+        if covered is not None and (
+            self._polled_tid is None or self._polled_tid > covered
+        ):
+            self._polled_tid = covered
         since = self._polled_tid
         result = super()._poll()
         cache.polled(since, self._polled_tid)
@@ -143,16 +166,23 @@ def keep_invalidations(db) -> None:
     """Give the zodb-pgjsonb storage of ``db`` (a ``ZODB.DB``) the cache
     and the connections of this module, its existing connections included
     (Zope opens one before it tells subscribers the database is open).
-    The new cache starts empty.  Calling it twice changes nothing.  A
-    zodb-pgjsonb whose cache or storage no longer has what they use is
-    left as it is, with a warning."""
+    The new cache starts empty (the cache warmer, which runs later, fills
+    it).  Calling it twice changes nothing.  A zodb-pgjsonb whose cache,
+    storage or connections no longer have what they use is left as it is,
+    with a warning."""
     storage = db.storage
     cache = getattr(storage, "_shared_cache", None)
     if type(cache) is not SharedLoadCache:
         return
+    slots = getattr(SharedLoadCache, "__slots__", ())
     missing = sorted(
-        {name for name in _USED_OF_THE_CACHE if name not in SharedLoadCache.__slots__}
+        {name for name in _USED_OF_THE_CACHE if name not in slots}
         | {name for name in _USED_OF_THE_STORAGE if not hasattr(storage, name)}
+        | {
+            name
+            for name in _USED_OF_THE_INSTANCE
+            if not hasattr(PGJsonbStorageInstance, name)
+        }
     )
     if missing:
         logger.warning(
@@ -162,6 +192,9 @@ def keep_invalidations(db) -> None:
         )
         return
     covered = CoveredSharedLoadCache(max_mb=cache._max_bytes / 1_000_000)
+    last = storage.current_max_tid()
+    if last is not None:  # else the first poll tells (``polled``)
+        covered.begin(last)
     warmer = getattr(storage, "_warmer", None)
     if warmer is not None:
         warmer._shared_cache = covered
@@ -174,4 +207,9 @@ def keep_invalidations(db) -> None:
         return instance
 
     storage.new_instance = covering_instance
-    db._connectionMap(lambda connection: _cover(connection._storage))
+    # A connection in a savepoint reads through a TmpStore over it.
+    db._connectionMap(
+        lambda connection: _cover(
+            getattr(connection, "_normal_storage", None) or connection._storage
+        )
+    )

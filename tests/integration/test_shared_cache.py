@@ -65,8 +65,38 @@ def test_a_connection_opened_anew_reads_what_another_process_wrote(two_processes
     opened_anew = this.open(transaction.TransactionManager())  # first is open
 
     assert opened_anew.root()["x"]["value"] == 2
+    # Its first poll began where the cache's covered range ended, and so
+    # extended it: what it loaded serves the next connection from the cache.
+    cache = this.storage._shared_cache
+    assert cache.covered == this.storage.current_max_tid()
+    hits = cache.hits
+    third = this.open(transaction.TransactionManager())
+    assert third.root()["x"]["value"] == 2
+    assert cache.hits > hits
     first.close()
     opened_anew.close()
+    third.close()
+
+
+def test_a_connection_that_polled_past_what_is_covered_extends_it(two_processes):
+    """Were ``covered`` left behind (``clear``), the next poll of any
+    connection begins within it again."""
+    this, other = two_processes
+    _write(other, 1)
+    tm = transaction.TransactionManager()
+    conn = this.open(tm)
+    conn.root()["x"]["value"]
+    cache = this.storage._shared_cache
+    last = this.storage.current_max_tid()
+    cache.clear()
+    cache.polled(None, last - 1)  # behind the connection's own poll
+    _write(other, 2)
+
+    tm.begin()  # polls
+
+    assert cache.covered == this.storage.current_max_tid() > last
+    assert conn.root()["x"]["value"] == 2
+    conn.close()
 
 
 def test_zodb_pgjsonb_alone_serves_the_old_state_to_a_new_connection(two_processes):

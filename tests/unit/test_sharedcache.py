@@ -98,3 +98,28 @@ def test_clearing_forgets_what_was_covered():
     cache.clear()
 
     assert cache.covered is None
+
+
+def test_a_reader_older_than_what_is_covered_cannot_fill_the_cache():
+    """Whatever the consensus says (``clear`` resets it; the cache warmer
+    sets it from a transaction it read earlier)."""
+    cache = CoveredSharedLoadCache(max_mb=1)
+    cache.begin(100)
+    cache.clear()
+    cache.polled(90, 100)  # a poll that was on its way
+    cache.poll_advance(50, [])  # the warmer's older transaction
+
+    assert not cache.set(ZOID, b"state of 55", p64(55), 60)
+    assert cache.get(ZOID, 100) is None
+
+
+def test_it_begins_at_postgresql_s_last_transaction():
+    cache = CoveredSharedLoadCache(max_mb=1)
+
+    cache.begin(100)
+
+    assert cache.covered == 100 and cache.consensus_tid == 100
+    assert cache.set(ZOID, b"state of 90", p64(90), 100)
+    cache.polled(100, 120)
+    assert cache.covered == 120
+    assert cache.get(ZOID, 120) == (b"state of 90", p64(90))
