@@ -162,6 +162,14 @@ def _cover(instance) -> None:
         instance.__class__ = CoveringStorageInstance
 
 
+def _cover_connection(connection) -> None:
+    # A connection in a savepoint reads through a TmpStore over its
+    # instance.  Never ``x or y`` on a storage: its truth is ``len()``,
+    # which for zodb-pgjsonb counts the objects in PostgreSQL.
+    instance = getattr(connection, "_normal_storage", None)
+    _cover(connection._storage if instance is None else instance)
+
+
 def keep_invalidations(db) -> None:
     """Give the zodb-pgjsonb storage of ``db`` (a ``ZODB.DB``) the cache
     and the connections of this module, its existing connections included
@@ -207,9 +215,4 @@ def keep_invalidations(db) -> None:
         return instance
 
     storage.new_instance = covering_instance
-    # A connection in a savepoint reads through a TmpStore over it.
-    db._connectionMap(
-        lambda connection: _cover(
-            getattr(connection, "_normal_storage", None) or connection._storage
-        )
-    )
+    db._connectionMap(_cover_connection)

@@ -52,6 +52,11 @@ class Found:
     best: float | None = None
     #: ``{zoid: metadata JSON text}`` of the first rows (``META_ROWS``)
     metadata: dict = field(default_factory=dict)
+    #: ``{zoid: metadata}`` of those rows, decoded once (``metadata_given``):
+    #: a result the result cache keeps is read by many requests.  Read
+    #: only: brains decode values from it (``metadata.decode``), new
+    #: lists and dicts included.
+    parsed: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -159,10 +164,18 @@ def found_by(
 def metadata_given(found: Found, zoids: list[int]) -> dict[int, dict]:
     """``{zoid: metadata}`` of the rows of ``zoids`` whose metadata came
     with the search (``META_ROWS``)."""
-    given = found.metadata
-    return {
-        zoid: orjson.loads(given[zoid]) for zoid in zoids if given.get(zoid) is not None
-    }
+    given, parsed = found.metadata, found.parsed
+    loaded = {}
+    for zoid in zoids:
+        value = parsed.get(zoid)
+        if value is None:
+            text = given.get(zoid)
+            if text is None:
+                continue
+            # Two threads may both decode it: the same value either way.
+            value = parsed[zoid] = orjson.loads(text)
+        loaded[zoid] = value
+    return loaded
 
 
 def fetch_rest(conn: psycopg.Connection, search: SearchSQL, offset: int) -> Found:
