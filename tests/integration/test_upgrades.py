@@ -333,7 +333,9 @@ def _legacy_rows(dsn) -> dict:
         )
 
 
-def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch):
+def test_4_to_5_builds_the_table_beside_and_switches_to_it(
+    pg_layer, monkeypatch, caplog
+):
     """From schema-4 rows on ``object_state``: the catalog works through the
     view until the upgrade; writes made during the copy (by another
     process, on the columns of schema 4) reach the new table; then
@@ -457,6 +459,8 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         # snapshot.  Once it has ended, the next try switches (without
         # copying again).
         assert _relkind(portal) == "v" and len(readers) == 2
+        # The log names the session the switch waits for.
+        assert f"pid {readers[-1].info.backend_pid} (" in caplog.text, caplog.text
         readers.pop().close()
         copied = len(progress)
         portal._p_jar.sync()
@@ -466,7 +470,7 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
             str(PROFILE_VERSION),
         )
         assert written and progress[0] == 1 and len(progress) > written[0]
-        assert _relkind(portal) == "r"
+        assert _relkind(portal) == "r", caplog.text  # names any session waited for
         with _database(portal) as conn:
             assert schema.legacy_columns(conn.cursor()) == []
             assert conn.execute(
@@ -503,7 +507,7 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(pg_layer, monkeypatch
         transaction.commit()
         portal._p_jar.sync()
         assert title in _indexes_of(portal, "pgcatalog_objects")
-        assert _relkind(portal) == "r"
+        assert _relkind(portal) == "r", caplog.text  # names any session waited for
     finally:
         # The next tests need schema 5: a failure above may have left 4.
         transaction.abort()

@@ -108,9 +108,11 @@ _WRITE_COPIED = sql.SQL(
 # copied since (zodb-pgjsonb's read snapshots hold no lock on the catalog
 # until they read it, so the switch's lock does not wait for them).
 _OLDER_SNAPSHOTS = sql.SQL(
-    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+    "SELECT pid, application_name, state, xact_start FROM pg_stat_activity"
+    " WHERE datname = current_database()"
     " AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL"
     " AND age(backend_xmin) >= age((%s::bigint %% 4294967296)::text::xid)"
+    " ORDER BY xact_start"
 )
 
 # Schema 4's SQL indexes on ``object_state``: those of every site's catalog.
@@ -230,6 +232,16 @@ class OlderSnapshots(psycopg.OperationalError):
     the switch waits (``store.ddl.SchemaChange`` tries again later)."""
 
 
+def _sessions(rows) -> str:
+    """Which sessions (``pg_stat_activity``): for the operator to find
+    them, without their queries (whose text may hold values)."""
+    return "; ".join(
+        f"pid {pid} ({application or 'no application name'}, {state},"
+        f" transaction since {'?' if started is None else started.isoformat(' ')})"
+        for pid, application, state, started in rows
+    )
+
+
 def switch(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
     """Step 3: the build table becomes the catalog's table.
 
@@ -242,10 +254,11 @@ def switch(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
         cur.execute(_COMMIT_LOCK)
         cur.execute("LOCK TABLE object_state IN ACCESS EXCLUSIVE MODE")
         (last_batch,) = cur.execute(_READ_COPIED, (_COPIED,)).fetchone()
-        (older,) = cur.execute(_OLDER_SNAPSHOTS, (last_batch,)).fetchone()
+        older = cur.execute(_OLDER_SNAPSHOTS, (last_batch,)).fetchall()
         if older:
             raise OlderSnapshots(
-                f"{older} sessions hold snapshots older than the copy's end"
+                f"{len(older)} sessions hold snapshots older than the copy's end:"
+                f" {_sessions(older)}"
             )
         for name in _legacy_indexes(cur):
             renames[_build_name(name)] = name
