@@ -287,24 +287,31 @@ def all_measurements(session, warmup: int, iterations: int, progress=None):
 
 @contextmanager
 def captured_sql():
-    """Record the statements of searches (``plone_pgcatalog.store.search._execute``:
-    the first rows of a result, a window, the rest of a result)."""
+    """Record the statements of searches: the first of a transaction, sent
+    with its savepoint (``connection.search_first``), and the others
+    (``store.search._execute``: the first rows of a result, a window, the
+    rest of a result)."""
     from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import connection
     from plone_pgcatalog.store import search
 
     captured: list[tuple] = []
-    original = search._execute
+    original = search._execute, connection.search_first
 
     def recording(conn, statement, params):
         captured.append((statement, params))
-        return original(conn, statement, params)
+        return original[0](conn, statement, params)
 
-    search._execute = recording
+    def recording_first(context, statement, params):
+        captured.append((statement, params))
+        return original[1](context, statement, params)
+
+    search._execute, connection.search_first = recording, recording_first
     cache_enabled, snapshots.results.enabled = snapshots.results.enabled, False
     try:
         yield captured
     finally:
-        search._execute = original
+        search._execute, connection.search_first = original
         snapshots.results.enabled = cache_enabled
 
 

@@ -15,10 +15,11 @@ folders ``depth`` levels below ``root`` (each result in or below one, as
 ``path={"query": folder, "depth": -1}`` finds it); a DateIndex counts
 ``ranges``, each a ZCatalog range query added to the facet's query.
 
-Each facet becomes its own translated query (``query.build_query``, with
-the transaction's pending changes laid over the rows, as every search);
-``store.search.facet_rows`` counts all of them in one statement, one
-round trip.  Sorting and batching do not change counts and are dropped.
+Each facet becomes its own translated query (``query.build_query``, kept
+by ``translations``; with the transaction's pending changes laid over the
+rows, as every search); ``store.search.facet_rows`` counts all of them in
+one statement, one round trip.  Sorting and batching do not change
+counts and are dropped.
 
 Must not compose SQL.
 """
@@ -30,7 +31,6 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import path_depth
 from plone_pgcatalog.pending import current_pending
-from plone_pgcatalog.query import build_query
 from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.registry import get_translator
@@ -39,6 +39,7 @@ from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.overlay import Overlay
+from plone_pgcatalog.translations import translations
 
 #: Index types whose values are counted as they are stored.
 FACETABLE_TYPES = frozenset({"FieldIndex", "KeywordIndex", "BooleanIndex", "UUIDIndex"})
@@ -223,7 +224,7 @@ def counted(
         )
 
         def plan(facet_query_: dict):
-            return build_query(
+            return translations.translate(
                 facet_query_,
                 definitions,
                 catalog.site_path(),

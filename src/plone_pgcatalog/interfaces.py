@@ -83,6 +83,15 @@ class IIndexTranslator(Interface):
     # ``extract`` gives a list or nothing (``MISSING``), never one value:
     # facet counts read ``idx`` only where the column is empty.
 
+    # Optional: ``translation_cacheable = True``: the translation of a query
+    # naming an index of the type depends only on the index's stored
+    # definition, the query's values and ``context`` (no clock, request or
+    # setting read in ``where``/``relevance``/``sort_expressions``), so each
+    # Zope process keeps it per query (``translations``).  Without it, such
+    # queries are translated on every search.  With it, ``cache_value(index,
+    # value)`` may return a hashable stand-in for a query value that
+    # ``where`` reads only in part (the minute of a DateTime), or None.
+    #
     # Optional: ``sql_indexes(index_name)``, the SQL indexes the type needs,
     # as ``(kind, method, expression, predicate)`` tuples: ``kind`` a letter
     # that tells an index's SQL indexes apart ("i" for the main one),

@@ -33,6 +33,8 @@ from Products.PluginIndexes.interfaces import IQueryIndex
 from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
 
+import functools
+
 _NOT_A_QUERY = frozenset(
     {"sort_on", "sort_order", "sort_limit", "b_start", "b_size", "show_inactive"}
 )
@@ -90,6 +92,14 @@ class SearchSQL:
     @property
     def windowed(self) -> bool:
         return self.limit is not None or bool(self.offset)
+
+    @functools.cached_property
+    def window_text(self) -> tuple[str, str]:
+        """The window's statement and parameters as text: what tells two
+        searches' rows apart in the result cache (``results``).  Composed
+        once per translation (``translations`` keeps them)."""
+        statement, params = self.ids_query()
+        return statement.as_string(None), repr(params)
 
     def ids_query(self) -> tuple[sql.Composed, tuple]:
         """``SELECT zoid, path[, score, best score][, total]`` of the window.

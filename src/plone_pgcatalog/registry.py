@@ -331,6 +331,17 @@ class DateTranslator(_NumbersOnly, FieldTranslator):
             raise QueryError(f"index {index.getId()!r}: {value!r} is not a date")
         return converted
 
+    def cache_value(self, index, value):
+        """What ``convert`` reads of a DateTime (its minute): a stand-in
+        for the value in the translation's key (``translations``), or None
+        to key it by its exact value."""
+        if type(value) is not DateTime:
+            return None
+        try:
+            return index._convert(value, default=None)
+        except (DateTimeError, TypeError, ValueError, OverflowError):
+            return None
+
 
 @implementer(IIndexTranslator)
 class BooleanTranslator(FieldTranslator):
@@ -558,6 +569,20 @@ class DateRangeTranslator:
 
     def sort_expressions(self, index, context=None):
         return None
+
+    def cache_value(self, index, value):
+        """What ``where`` reads of a moment given as a DateTime (the minute
+        as ZCatalog computes it, for the error, and the index's own
+        conversion): a stand-in for the value in the translation's key
+        (``translations``), or None to key it by its exact value."""
+        if type(value) is not DateTime:
+            return None
+        try:
+            minutes = datetime_to_minutes(value, index.precision_value)
+            moment = index._convertDateTime(value)
+        except (TypeError, ValueError, OverflowError, DateTimeError):
+            return None
+        return minutes, moment
 
 
 def _without_heading(source: str, obj) -> str:
@@ -809,6 +834,16 @@ class RecurringDateTranslator(KeywordTranslator):
             return dt2int(value)
         except Exception as exc:  # plone.event raises several kinds
             raise date_error(index.getId(), value, exc) from exc
+
+    def cache_value(self, index, value):
+        """What ``convert`` reads of a DateTime (its minute), as
+        ``DateTranslator.cache_value``."""
+        if type(value) is not DateTime:
+            return None
+        try:
+            return self.convert(index, value)
+        except QueryError:
+            return None
 
     def _in_range(self, name, keys, range_spec, all_of, context):
         clause, params = super()._in_range(name, keys, range_spec, all_of, context)

@@ -23,11 +23,11 @@ from plone_pgcatalog.fulltext import highlight
 from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.pending import current_pending
-from plone_pgcatalog.query import build_query
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.overlay import Overlay
+from plone_pgcatalog.translations import translations
 
 import logging
 import psycopg
@@ -62,7 +62,7 @@ def search_results(
     configs = text_configs(query)
 
     def translate(columns: dict[str, str]):
-        return build_query(
+        return translations.translate(
             query,
             catalog.getIndexDefinitions(),
             catalog.site_path(),
@@ -270,8 +270,7 @@ def _result_key(catalog, plan) -> tuple | None:
     snapshot = connection.snapshot_id(catalog)
     if snapshot is None:
         return None
-    statement, params = plan.ids_query()
-    return (*snapshot, statement.as_string(None), repr(params), plan.python_slice)
+    return (*snapshot, *plan.window_text, plan.python_slice)
 
 
 def text_configs(query: dict) -> tuple[str, ...]:

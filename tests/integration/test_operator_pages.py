@@ -23,6 +23,7 @@ from zExceptions import Forbidden
 
 import logging
 import pytest
+import re
 import transaction
 
 
@@ -310,6 +311,12 @@ TABS = {
 }
 
 
+def _active_tab(browser) -> str:
+    """The label of the tab the page's tab bar shows as the current one."""
+    found = re.search(r'class="nav-link active"[^>]*>([^<]+)<', browser.contents)
+    return found.group(1) if found else ""
+
+
 @pytest.mark.parametrize("tab", sorted(TABS))
 def test_each_zmi_tab_shows_its_figures(pg_layer, tab):
     catalog = _content(pg_layer["portal"])
@@ -333,6 +340,7 @@ def test_the_catalog_tab_opens_an_entry(pg_layer):
         )
         browser.getLink("/plone/news/n1").click()
         assert "Catalog record at" in browser.contents
+        assert _active_tab(browser) == "Catalog"
         assert "Harbour 1" in browser.contents  # metadata: Title
         assert "s1" in browser.contents  # index values: Subject
 
@@ -419,6 +427,7 @@ def test_the_query_report_sets_the_threshold_and_explains(pg_layer):
         )
         assert "Execution Time" in browser.contents
         assert "pgcatalog_objects" in browser.contents  # the SQL
+        assert _active_tab(browser) == "Query Report"
 
 
 def test_a_bad_threshold_is_refused_by_name(pg_layer):

@@ -1,0 +1,239 @@
+"""Translations of queries, kept per Zope process.
+
+A site asks the same searches again and again (navigation, folder
+listings, portlets, the search page); translating one (``query.build_query``:
+the plan, each index's translator, the composed SQL) costs about 0.1 to
+0.3 ms of Python, on the path of every search, also of one whose rows
+the result cache has (``snapshots``).  A query already translated on the
+same index definitions gets its ``SearchSQL`` from here.
+
+Owns the key (``translation_key``), which holds everything the
+translation reads:
+
+- the query's keys and values in their order, each value with its exact
+  type (``1``, ``True`` and ``1.0`` translate differently); a translator may
+  name the part of a value it reads (``cache_value``: a DateIndex and a
+  DateRangeIndex read the minute, so the ``effectiveRange`` of every
+  anonymous search in one minute is one key);
+- the index definitions as committed: each index's oid and the serial of
+  the state read (a change committed by any process gives a new serial;
+  this process reads it in its next transaction), and the translator of
+  each index the query names (an add-on may register one: its
+  translations are kept only if it says they may be,
+  ``translation_cacheable``);
+- the site's path, the text search configurations, the typed columns
+  ready in the snapshot and ``match_all``.
+
+Not kept: a query holding a value that cannot be frozen into a key (a
+publisher ``record``, a set, an object of another type), a translation
+made while an index definition is changed and not committed, or one with
+this transaction's pending changes laid over the rows (its SQL carries
+them).  Errors are not kept: a bad query raises on every try.
+
+Must not compose SQL itself or touch connections.
+"""
+
+from __future__ import annotations
+
+from Acquisition import aq_base
+from collections import OrderedDict
+from DateTime import DateTime
+from plone_pgcatalog.query import build_query
+from plone_pgcatalog.query import query_names
+from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.query import SearchSQL
+from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.registry import TRANSLATORS
+from plone_pgcatalog.store.overlay import Overlay
+
+import datetime
+import functools
+import threading
+
+#: Translations kept (least recently used dropped first): each is a
+#: ``SearchSQL`` of a few KB.
+SIZE = 2000
+
+#: Values kept in a key as they are (with their exact type).
+_PLAIN = frozenset(
+    {
+        str,
+        int,
+        float,
+        bool,
+        type(None),
+        bytes,
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+    }
+)
+
+
+#: Our translators, whose translations depend on the key's parts alone.
+_OURS = tuple(TRANSLATORS.values())
+
+
+class _NotFrozen(Exception):
+    """A value of a query (or a translator) that no key can stand for."""
+
+
+def freeze(value, stand_in=None):
+    """A hashable stand-in for a query value, equal for two values only
+    when they are the same values of the same types.  ``stand_in(item)``,
+    if given, may name what a translator reads of each single value (in
+    lists and records too), or return None."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return kind, tuple(freeze(item, stand_in) for item in value)
+    if kind is dict:
+        return kind, tuple((key, freeze(item, stand_in)) for key, item in value.items())
+    if stand_in is not None:
+        read = stand_in(value)
+        if read is not None:
+            return "read", read
+    if kind in _PLAIN:
+        return kind, value
+    if kind is DateTime:
+        # Equal DateTimes may differ in their zone, which a translation
+        # may show (a ``DateTime`` is read in its zone by add-ons).
+        return kind, value.micros(), value.timezone()
+    raise _NotFrozen(kind)
+
+
+def _pure(index):
+    """The translator of ``index``, if its translations may be kept: ours
+    (``registry.TRANSLATORS``), or an add-on's that says so with
+    ``translation_cacheable = True`` (see ``interfaces``)."""
+    translator = get_translator(index.meta_type)
+    if translator is None:
+        return None  # build_query raises UnknownIndexError; nothing kept
+    if translator in _OURS or getattr(translator, "translation_cacheable", False):
+        return translator
+    raise _NotFrozen(translator)
+
+
+def _names(value) -> list:
+    """The index names of a ``sort_on`` (a name or a sequence of names)."""
+    if isinstance(value, str):
+        return [value]
+    return (
+        [name for name in value if isinstance(name, str)]
+        if isinstance(value, (list, tuple))
+        else []
+    )
+
+
+class _Definitions:
+    """What the key holds of the index definitions, and which index each
+    query key names (``query_names``), worked out once per state of the
+    definitions."""
+
+    def __init__(self, indexes: dict):
+        self.sortable = dict(indexes)
+        self.named: dict[str, object] = {}
+        for index in indexes.values():
+            for query_name in query_names(index):
+                self.named.setdefault(query_name, index)
+
+
+class TranslationCache:
+    """``SearchSQL`` per translation key, least recently used dropped."""
+
+    def __init__(self, size: int = SIZE):
+        self.size = size
+        self._kept: OrderedDict = OrderedDict()
+        self._definitions: dict = {}
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def clear(self) -> None:
+        with self._lock:
+            self._kept.clear()
+            self._definitions.clear()
+            self.hits = self.misses = 0
+
+    def translate(
+        self,
+        query: dict,
+        indexes: dict,
+        site_path: str,
+        context: QueryContext,
+        overlay: Overlay | None = None,
+        match_all: bool = False,
+    ) -> SearchSQL:
+        """``build_query(...)``, or the translation kept for its key."""
+        key = None if overlay else self.key(query, indexes, site_path, context)
+        if key is not None:
+            key = (key, match_all)
+            with self._lock:
+                found = self._kept.get(key)
+                if found is not None:
+                    self._kept.move_to_end(key)
+                    self.hits += 1
+                    return found
+        translated = build_query(
+            query, indexes, site_path, context, overlay, match_all=match_all
+        )
+        if key is not None:
+            with self._lock:
+                self.misses += 1
+                self._kept[key] = translated
+                if len(self._kept) > self.size:
+                    self._kept.popitem(last=False)
+        return translated
+
+    def key(self, query: dict, indexes: dict, site_path: str, context) -> tuple:
+        """The translation key of ``query`` (see module), or None when it
+        cannot have one."""
+        states = []
+        for name, index in indexes.items():
+            base = aq_base(index)
+            changed = getattr(base, "_p_changed", True)
+            if changed is None:  # a ghost: its serial may not be its state's
+                base._p_activate()
+                changed = base._p_changed
+            if changed or base._p_jar is None:
+                return None  # changed in this transaction, or not stored
+            states.append((name, base._p_oid, base._p_serial))
+        states = tuple(states)
+        definitions = self._definitions.get(states)
+        if definitions is None:
+            definitions = _Definitions(indexes)
+            with self._lock:
+                if len(self._definitions) > 16:
+                    self._definitions.clear()
+                self._definitions[states] = definitions
+        try:
+            values = []
+            for name, value in query.items():
+                index = definitions.named.get(name)
+                if index is not None:
+                    translator = _pure(index)
+                    stand_in = getattr(translator, "cache_value", None)
+                    if stand_in is not None:
+                        stand_in = functools.partial(stand_in, index)
+                    values.append((name, translator, freeze(value, stand_in)))
+                elif name == "sort_on":
+                    # The sort indexes' translators compose the order.
+                    sorters = tuple(
+                        _pure(definitions.sortable[sort])
+                        for sort in _names(value)
+                        if sort in definitions.sortable
+                    )
+                    values.append((name, sorters, freeze(value)))
+                else:
+                    values.append((name, None, freeze(value)))
+        except _NotFrozen:
+            return None
+        return (
+            states,
+            tuple(values),
+            site_path,
+            context.text_configs,
+            tuple(sorted(context.columns.items())),
+        )
+
+
+#: The process's translations (``results.search_results`` uses it).
+translations = TranslationCache()

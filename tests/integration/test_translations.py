@@ -1,0 +1,185 @@
+"""Translations kept per process (``plone_pgcatalog.translations``).
+
+A query asked again on the same index definitions is not translated again;
+anything the translation reads that changes gives another key: the
+definitions committed (an index added, an index's state changed), the
+values and their types, the ready typed columns, a translator that does not
+say its translations may be kept.  A search with this transaction's
+pending changes never takes a kept translation.
+"""
+
+from __future__ import annotations
+
+from DateTime import DateTime
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog.interfaces import IIndexTranslator
+from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.registry import TRANSLATORS
+from plone_pgcatalog.translations import freeze
+from plone_pgcatalog.translations import translations
+from zope.component import getGlobalSiteManager
+
+import pytest
+import transaction
+
+
+@pytest.fixture
+def site(pg_layer):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    for number in range(3):
+        api.content.create(container=portal, type="Document", id=f"d{number}")
+    api.content.create(container=portal, type="Folder", id="f")
+    transaction.commit()
+    translations.clear()
+    return portal
+
+
+def _key(query: dict, columns=None):
+    catalog = api.portal.get_tool("portal_catalog")
+    return translations.key(
+        query,
+        catalog.getIndexDefinitions(),
+        catalog.site_path(),
+        QueryContext(columns=columns or {}),
+    )
+
+
+def _ids(query: dict) -> list[str]:
+    catalog = api.portal.get_tool("portal_catalog")
+    return sorted(brain.getId for brain in catalog.unrestrictedSearchResults(**query))
+
+
+def test_a_search_asked_again_is_translated_once(site):
+    first = _ids({"portal_type": "Document"})
+    transaction.commit()  # a new request
+    assert _ids({"portal_type": "Document"}) == first == ["d0", "d1", "d2"]
+    assert (translations.misses, translations.hits) == (1, 1)
+    assert _ids({"portal_type": "Folder"}) == ["f"]
+    assert (translations.misses, translations.hits) == (2, 1)
+
+
+def test_anonymous_searches_of_one_minute_share_a_translation(site):
+    def at(moment: str):
+        return _key({"portal_type": "Document", "effectiveRange": DateTime(moment)})
+
+    assert at("2030/01/01 10:00:05 UTC") == at("2030/01/01 10:00:50 UTC")
+    assert at("2030/01/01 10:00:50 UTC") != at("2030/01/01 10:01:01 UTC")
+
+
+@pytest.mark.parametrize("index", ["created", "start"])  # DateIndex, recurring
+def test_date_queries_of_one_minute_share_a_translation(site, index):
+    def since(moment: str):
+        return _key({index: {"query": [DateTime(moment)], "range": "min"}})
+
+    assert since("2030/01/01 10:00:05 UTC") == since("2030/01/01 10:00:50 UTC")
+    assert since("2030/01/01 10:00:50 UTC") != since("2030/01/01 10:01:01 UTC")
+    # A value that is not a date is kept by its exact value (and fails).
+    assert since("2030/01/01 10:00:05 UTC") != _key(
+        {index: {"query": ["2030/01/01 10:00:05 UTC"], "range": "min"}}
+    )
+
+
+def test_dates_in_other_indexes_are_kept_by_their_exact_value(site):
+    def field(moment: str):
+        return _key({"getId": DateTime(moment)})
+
+    assert field("2030/01/01 10:00:05 UTC") != field("2030/01/01 10:00:50 UTC")
+
+
+def test_values_of_other_types_are_other_keys(site):
+    assert _key({"is_folderish": True}) != _key({"is_folderish": 1})
+    assert _key({"getId": ["d0", "d1"]}) != _key({"getId": ("d0", "d1")})
+    assert _key({"getId": "d0"}) == _key({"getId": "d0"})
+    assert freeze({"query": [1, "a"]}) == (
+        dict,
+        (("query", (list, ((int, 1), (str, "a")))),),
+    )
+
+
+def test_values_no_key_can_stand_for_are_translated_every_time(site):
+    assert _key({"getId": {"d0"}}) is None
+    assert _key({"getId": object()}) is None
+    assert _ids({"getId": "d0"}) == ["d0"]
+
+
+def test_ready_columns_are_part_of_the_key(site):
+    assert _key({"portal_type": "Document"}) != _key(
+        {"portal_type": "Document"}, columns={"portal_type": "text"}
+    )
+
+
+def test_an_index_added_and_committed_changes_the_translation(site):
+    catalog = api.portal.get_tool("portal_catalog")
+    query = {"portal_type": "Document", "pgc_colour": "red"}
+    # No such index yet: ZCatalog ignores the key.
+    assert _ids(query) == ["d0", "d1", "d2"]
+    before = _key(query)
+    catalog.addIndex("pgc_colour", "FieldIndex")
+    # Not committed: the definitions are this transaction's, nothing kept.
+    assert _key(query) is None
+    site["d1"].pgc_colour = "red"
+    site["d1"].reindexObject()
+    transaction.commit()
+    assert _key(query) not in (None, before)
+    assert _ids(query) == ["d1"]
+
+
+def test_an_index_definition_changed_and_committed_gives_a_new_key(site):
+    catalog = api.portal.get_tool("portal_catalog")
+    before = _key({"portal_type": "Document"})
+    definition = catalog._catalog.indexes.definition("portal_type")
+    definition.indexed_attrs = ["portal_type"]
+    assert _key({"portal_type": "Document"}) is None
+    transaction.commit()
+    after = _key({"portal_type": "Document"})
+    assert after is not None and after != before
+    assert _ids({"portal_type": "Document"}) == ["d0", "d1", "d2"]
+
+
+def test_pending_changes_never_take_a_kept_translation(site):
+    assert _ids({"portal_type": "Document"}) == ["d0", "d1", "d2"]
+    transaction.commit()
+    api.content.create(container=site, type="Document", id="d3")
+    # Read-your-writes: the same query, with the pending row laid over.
+    assert _ids({"portal_type": "Document"}) == ["d0", "d1", "d2", "d3"]
+    transaction.abort()
+    assert _ids({"portal_type": "Document"}) == ["d0", "d1", "d2"]
+
+
+class _AddOnTranslator(type(TRANSLATORS["FieldIndex"])):
+    """An add-on's translator for FieldIndex (our own, re-registered)."""
+
+
+@pytest.mark.parametrize("cacheable", [False, True])
+def test_an_add_on_translator_is_kept_only_when_it_says_so(site, cacheable):
+    translator = _AddOnTranslator()
+    translator.translation_cacheable = cacheable
+    registry = getGlobalSiteManager()
+    registry.registerUtility(translator, IIndexTranslator, name="FieldIndex")
+    try:
+        key = _key({"portal_type": "Document"})
+        assert (key is not None) is cacheable
+        # Indexes of other types are kept whatever it says.
+        assert _key({"Subject": "x"}) is not None
+        assert _ids({"portal_type": "Document"}) == ["d0", "d1", "d2"]
+    finally:
+        registry.unregisterUtility(translator, IIndexTranslator, name="FieldIndex")
+    # Ours again: another translator, another key.
+    assert _key({"portal_type": "Document"}) != key
+
+
+def test_sort_indexes_translators_are_in_the_key(site):
+    translator = _AddOnTranslator()
+    translator.translation_cacheable = False
+    registry = getGlobalSiteManager()
+    query = {"portal_type": "Document", "sort_on": "getId"}
+    before = _key(query)
+    registry.registerUtility(translator, IIndexTranslator, name="FieldIndex")
+    try:
+        assert _key({"Subject": "x", "sort_on": "getId"}) is None
+    finally:
+        registry.unregisterUtility(translator, IIndexTranslator, name="FieldIndex")
+    assert _key(query) == before
