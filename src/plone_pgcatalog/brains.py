@@ -184,13 +184,13 @@ class LazyResults(Lazy):
     A result without a window may hold only its first rows: ``rest(offset)``
     then fetches ``(ids, scores)`` of all the others, the first time a brain
     past them is read.  The rows are those of the search's snapshot, which
-    ends with the transaction.  If the rest has not been read by then,
-    ``hold()`` runs just before the commit or abort: it keeps where the
-    rows read end (one row, whatever the size of the result), and the rest
-    is read after them in the order of the result, from the snapshot of the
-    moment it is read (ZCatalog, too, reads its records then; a script
-    that commits while it iterates sees every match it has not changed).
-    Without ``hold``, the rest itself is fetched before the end.
+    ends with the transaction.  Read after it (``rest_later``), the rest is
+    every match of the snapshot of that moment that is not among the rows
+    held, in the result's order (ZCatalog, too, reads its records then; a
+    script that commits while it iterates sees each match once, whatever it
+    changed in those it read), and the end of the transaction costs
+    nothing.  Without ``rest_later`` the rest is fetched before the
+    transaction commits or aborts, if the result is still in use then.
     """
 
     __allow_access_to_unprotected_subobjects__ = True
@@ -204,7 +204,7 @@ class LazyResults(Lazy):
         load_metadata: Callable[[list[int]], dict],
         scores: list | None = None,
         rest: Callable[[int], tuple[list, list | None]] | None = None,
-        hold: Callable[[], None] | None = None,
+        rest_later: bool = False,
         load_snippets: Callable[[list[int]], dict] | None = None,
     ):
         # Copies: the lists may be shared (``snapshots.results``), and these
@@ -221,8 +221,7 @@ class LazyResults(Lazy):
         self._snippets = (
             None if load_snippets is None else MetadataBatch(self._zoids, load_snippets)
         )
-        self._hold = hold
-        if self._rest is not None:
+        if self._rest is not None and not rest_later:
             _fetch_before_the_transaction_ends(self)
 
     def __len__(self) -> int:
@@ -242,14 +241,6 @@ class LazyResults(Lazy):
     def _reaches_the_rest(self, window: slice) -> bool:
         start, stop, _step = window.indices(len(self))
         return self._rest is not None and max(start, stop) > len(self._ids)
-
-    def _end_of_transaction(self) -> None:
-        if self._rest is None:
-            return
-        if self._hold is not None:
-            self._hold()
-        else:
-            self._fetch_rest()
 
     def _brain(self, position: int) -> PGCatalogBrain:
         if position >= len(self._ids):
@@ -295,9 +286,9 @@ _UNFINISHED = "plone_pgcatalog.unfinished"
 
 
 def _fetch_before_the_transaction_ends(results: LazyResults) -> None:
-    """Have ``results`` hold where their rows end (or fetch the rest)
-    before the transaction commits or aborts, if they are still in use by
-    then and not read to the end."""
+    """Have ``results`` fetch the rest of their rows before the transaction
+    commits or aborts, if they are still in use by then and not read to
+    the end."""
     txn = transaction.get()
     try:
         unfinished = txn.data(_UNFINISHED)
@@ -312,7 +303,7 @@ def _fetch_before_the_transaction_ends(results: LazyResults) -> None:
 def _fetch_all(unfinished: weakref.WeakSet) -> None:
     for results in list(unfinished):
         try:
-            results._end_of_transaction()
+            results._fetch_rest()
         except Exception:
             # An abort must go on; reading past the first rows will fetch
             # them again, from the next transaction's snapshot.

@@ -25,7 +25,6 @@ from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.layout import has_key
-from plone_pgcatalog.store.layout import ROW_OF_VALUES
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.overlay import Overlay
 from Products.PluginIndexes.interfaces import ILimitedResultIndex
@@ -182,71 +181,38 @@ class SearchSQL:
             params.append(offset)
         return statement, tuple(params)
 
-    def rest_query(self, anchor) -> tuple[sql.Composed, tuple]:
-        """The rows that come after ``anchor`` (``store.search.Anchor``: the
-        last row read, as it was then) in the result's order, from the
-        snapshot the statement runs in: the rest of a result whose
-        transaction has ended (keyset continuation, where an offset would
-        skip or repeat the rows that changed meanwhile).  The rows read
-        (``anchor.read``) are left out wherever their sort keys have moved
-        them; a row moved before the anchor meanwhile is not found.
+    def others_query(
+        self, held: list[int], best: float | None = None
+    ) -> tuple[sql.Composed, tuple]:
+        """The matches in the snapshot the statement runs in that are not
+        among ``held`` (the zoids of the rows a result holds), in the
+        result's order: the rest of a result whose transaction has ended.
 
-        ``NULL`` sort values come last in ascending and first in descending
-        order, as PostgreSQL sorts them.
+        Not an offset (the rows that changed meanwhile would be skipped or
+        repeated) nor a continuation after the last row held (a script that
+        moves each item it reads to the bottom of its folder moves the
+        unread ones before it): every match not held, wherever its sort
+        keys are now.  Relevance is normalized by ``best``, the best score
+        of the rows held, as theirs was.
         """
         if self.score is not None:
             statement = sql.SQL(
                 "SELECT zoid, path, score, %s::float8 FROM"
                 " (SELECT zoid, path, {} AS score FROM {} WHERE {}) AS ranked"
-                " WHERE (score < %s OR (score = %s AND zoid > %s))"
-                " AND NOT zoid = ANY(%s::bigint[]) ORDER BY {}"
+                " WHERE NOT zoid = ANY(%s::bigint[]) ORDER BY {}"
             ).format(self.score, self.source, self.where, self.order_by)
-            params = (
-                anchor.best,
+            return statement, (
+                best,
                 *self.score_params,
                 *self.source_params,
                 *self.params,
-                anchor.score,
-                anchor.score,
-                anchor.zoid,
-                list(anchor.read),
+                held,
             )
-            return statement, params
-        keys = [*self.sort_keys, (sql.SQL("zoid"), sql.SQL(" ASC"))]
-        anchored = [sql.SQL(f"k.a{number}") for number in range(len(keys))]
-        after = []
-        for number, (expression, direction) in enumerate(keys):
-            value = anchored[number]
-            if direction.as_string(None).strip() == "DESC":
-                later = "({e} IS NOT NULL AND ({a} IS NULL OR {e} < {a}))"
-            else:
-                later = "({a} IS NOT NULL AND ({e} IS NULL OR {e} > {a}))"
-            ties = [
-                sql.SQL("{} IS NOT DISTINCT FROM {}").format(earlier, earlier_value)
-                for (earlier, _), earlier_value in zip(keys[:number], anchored)
-            ]
-            after.append(
-                sql.SQL(" AND ").join(
-                    [*ties, sql.SQL(later).format(e=expression, a=value)]
-                )
-            )
-        values = sql.SQL(", ").join(
-            sql.SQL("{} AS a{}").format(expression, sql.SQL(str(number)))
-            for number, (expression, _) in enumerate(keys)
-        )
         statement = sql.SQL(
-            "SELECT zoid, path FROM {}, (SELECT {} FROM ({}) AS anchor) AS k"
-            " WHERE {} AND ({}) AND NOT zoid = ANY(%s::bigint[]) ORDER BY {}"
-        ).format(
-            self.source,
-            values,
-            ROW_OF_VALUES,
-            self.where,
-            sql.SQL(" OR ").join(after),
-            self.order_by,
-        )
-        params = (*self.source_params, *anchor.row, *self.params, list(anchor.read))
-        return statement, params
+            "SELECT zoid, path FROM {} WHERE ({}) AND NOT zoid = ANY(%s::bigint[])"
+            " ORDER BY {}"
+        ).format(self.source, self.where, self.order_by)
+        return statement, (*self.source_params, *self.params, held)
 
     def count_query(self) -> tuple[sql.Composed, tuple]:
         """``SELECT count(*)`` of every match (for a window past the end)."""

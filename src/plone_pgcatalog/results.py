@@ -160,26 +160,22 @@ def search_results(
         )
         return loaded
 
-    # Where the rows read end, once the search's snapshot is gone (``hold``).
-    held: list[search.Anchor | None] = []
+    # The rest of a result read after its transaction comes from a later
+    # snapshot; pending changes laid over the rows are the transaction's
+    # own, and a storage that does not tell its snapshot cannot tell.
+    later = searched_in is not None and not plan.source_params
 
     def rest(offset: int) -> tuple[list, list | None]:
         with connection.reading(catalog) as conn:
-            # Perhaps a later snapshot (``hold``), or the first read of
-            # the transaction when the result was a kept one.
+            # Perhaps a later snapshot, or the first read of the
+            # transaction when the result was a kept one.
             as_ready()
-            if held and held[0] is not None:
-                more = search.fetch_after(conn, plan, held[0])
+            if later and connection.snapshot_id(catalog) != searched_in:
+                more = search.fetch_others(conn, plan, found)
             else:
                 more = search.fetch_rest(conn, plan, offset)
         found_by_searches().update(zoid for zoid, _ in more.ids)
         return more.ids, more.scores
-
-    def hold() -> None:
-        if held:
-            return
-        with connection.reading(catalog) as conn:
-            held.append(search.anchor(conn, found))
 
     return LazyResults(
         found.ids,
@@ -190,14 +186,12 @@ def search_results(
         found.scores,
         load_snippets=_snippet_loader(catalog, query, pending),
         rest=None if plan.windowed or plan.python_slice else rest,
-        # Only a result in zoid order continues after its last row in a
-        # later snapshot: sort keys and relevance change (a script that
-        # moves each item it reads to the bottom of its folder moves the
-        # unread ones up, before the last row held), and pending changes
-        # laid over the rows are the transaction's own.  Those results
-        # fetch their rest before the transaction ends, from the snapshot
-        # that found them, as ZCatalog's results keep the records found.
-        hold=hold if plan.in_zoid_order and not plan.source_params else None,
+        # Read after its transaction, the rest is every match of the later
+        # snapshot not among the rows held, in the result's order (a
+        # script that commits while it iterates sees each match once,
+        # whatever it changed in those it read); ZCatalog, too, reads its
+        # records then.  Else it is fetched before the transaction ends.
+        rest_later=later,
     )
 
 

@@ -3,8 +3,9 @@
 ``len()`` and the first page of a large result cost one query of
 ``search.FIRST_ROWS`` rows; reading further fetches the rest once; a
 transaction that ends while a result is in use does not lose its rows
-(what a script that commits every few objects relies on), and costs one
-row, not the rest.
+(what a script that commits every few objects relies on), and costs
+nothing: the rest is read then from the later snapshot, each match not
+among the rows held once.
 """
 
 from __future__ import annotations
@@ -139,23 +140,76 @@ def test_a_script_that_commits_while_it_iterates_sees_every_match(many):
     assert len(api.content.find(portal_type="Document", review_state="private")) == 0
 
 
-def test_the_end_of_a_transaction_costs_one_row_not_the_rest(many, searches):
-    """A page of a large result in zoid order read in a request: the
-    request's end does not fetch the rows nobody read (it keeps where the
-    rows read end)."""
-    results = api.content.find(portal_type="Document")
+@pytest.mark.parametrize(
+    "order",
+    [
+        {},
+        {"sort_on": "sortable_title"},
+        {"sort_on": "getObjPositionInParent", "sort_order": "descending"},
+    ],
+)
+def test_the_end_of_a_transaction_costs_nothing(many, searches, order):
+    """A page of a large result read in a request: the request's end does
+    not fetch the rows nobody read, whatever the order of the result."""
+    results = api.content.find(portal_type="Document", **order)
     assert _paths(results[:20])
     transaction.commit()
     assert _transferred(searches) == [search.FIRST_ROWS]
     # Read after the transaction: the rest, from then on.
-    assert len(_paths(results)) == DOCUMENTS
-    assert _transferred(searches) == [search.FIRST_ROWS, DOCUMENTS - search.FIRST_ROWS]
+    assert _paths(results) == _paths(api.content.find(portal_type="Document", **order))
+    assert _transferred(searches)[:2] == [
+        search.FIRST_ROWS,
+        DOCUMENTS - search.FIRST_ROWS,
+    ]
+
+
+def test_the_rest_read_later_is_every_match_not_held(many):
+    """Read after its transaction, the rest of a sorted result is every
+    match of that moment not among the rows held, in the result's order:
+    rows whose sort keys moved before the last row held meanwhile are
+    found, and so is an object that matches only now."""
+    folder = many["many"]
+    for number, page in enumerate(folder.objectValues()):
+        page.title = f"t{number:03}"
+        page.reindexObject()
+    transaction.commit()
+    results = api.content.find(portal_type="Document", sort_on="sortable_title")
+    assert len(_paths(results[:20])) == 20
+    transaction.commit()
+    for number in range(120, DOCUMENTS):  # now before every other row
+        folder[f"d{number:03}"].title = f"a{number:03}"
+        folder[f"d{number:03}"].reindexObject()
+    api.content.create(container=folder, type="Document", id="new", title="t999")
+    transaction.commit()
+    held = [f"/plone/many/d{number:03}" for number in range(search.FIRST_ROWS)]
+    moved = [f"/plone/many/d{number:03}" for number in range(120, DOCUMENTS)]
+    unmoved = [f"/plone/many/d{number:03}" for number in range(100, 120)]
+    assert _paths(results) == held + moved + unmoved + ["/plone/many/new"]
+    assert len(results) == DOCUMENTS + 1
+
+
+def test_a_result_with_pending_changes_is_fetched_before_the_end(many, searches):
+    """A search with this transaction's changes laid over its rows reads
+    its rest before the transaction ends, from the snapshot and changes
+    that found it (after it, they are no longer its own)."""
+    folder = many["many"]
+    api.content.create(container=folder, type="Document", id="pending")
+    results = api.content.find(portal_type="Document", sort_on="getId")
+    assert len(_paths(results[:20])) == 20
+    transaction.abort()
+    assert _transferred(searches)[-2:] == [
+        search.FIRST_ROWS,
+        DOCUMENTS + 1 - search.FIRST_ROWS,
+    ]
+    assert _paths(results)[-1] == "/plone/many/pending"
+    assert len(results) == DOCUMENTS + 1
 
 
 def test_a_sorted_result_keeps_its_rows_when_the_script_reorders_them(many):
     """Moving each item read to the bottom of its folder moves the unread
-    ones up: a sorted result keeps the rows its search found (fetched
-    before its transaction ends), as ZCatalog's results do."""
+    ones up: a sorted result still gives each of its rows once (the rest
+    read after the transaction is every match not held, wherever it
+    sorts now)."""
     folder = many["many"]
     results = api.content.find(
         path={"query": "/plone/many", "depth": 1}, sort_on="getObjPositionInParent"
@@ -171,9 +225,9 @@ def test_a_sorted_result_keeps_its_rows_when_the_script_reorders_them(many):
 
 
 def test_a_result_read_after_its_transaction_is_as_long_as_its_rows(many):
-    """Read after its transaction, a result in zoid order ends where its
-    rows end: ``len()``, slices and negative indexes follow the rows that
-    still match, without an IndexError."""
+    """Read after its transaction, a result ends where its rows end:
+    ``len()``, slices and negative indexes follow the rows that still
+    match, without an IndexError."""
     results = api.content.find(portal_type="Document")
     assert len(results) == DOCUMENTS
     assert _paths(results[:5])
@@ -190,8 +244,8 @@ def test_a_result_read_after_its_transaction_is_as_long_as_its_rows(many):
 
 @pytest.mark.parametrize("order", ["ascending", "descending"])
 def test_a_script_that_changes_the_sort_key_of_what_it_read(many, order):
-    """The rest continues after the last row read as it was found, in the
-    result's order, even when the script has changed that row's sort key."""
+    """The rest is every row not held, in the result's order, even when
+    the script has changed the sort key of the rows it read."""
     for number, page in enumerate(many["many"].objectValues()):
         page.title = f"t{number:03}"
         page.reindexObject()
@@ -224,6 +278,7 @@ def test_a_ranked_result_continues_by_relevance(many, searches):
     results = api.content.find(SearchableText="harbour", portal_type="Document")
     first = [(b.getPath(), b.data_record_normalized_score_) for b in results[:5]]
     transaction.commit()
+    assert _transferred(searches) == [search.FIRST_ROWS]
     found = [(b.getPath(), b.data_record_normalized_score_) for b in results]
     transaction.abort()
     again = api.content.find(SearchableText="harbour", portal_type="Document")

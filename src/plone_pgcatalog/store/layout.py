@@ -39,15 +39,6 @@ ROWS = sql.SQL("pgcatalog_objects")
 #: what it keeps of an object (``tid``: when it was stored; its class).
 OBJECTS = sql.SQL("object_state")
 
-#: One row of ``TABLE`` given as parameters (zoid, path, parent_path,
-#: path_depth, idx): what a sort expression is evaluated on for a row read
-#: in an earlier snapshot (``query.SearchSQL.rest_query``).
-ROW_OF_VALUES = sql.SQL(
-    'SELECT %s::bigint AS zoid, %s::text COLLATE "C" AS path,'
-    ' %s::text COLLATE "C" AS parent_path, %s::integer AS path_depth,'
-    " %s::jsonb AS idx"
-)
-
 #: The full-text column of SearchableText (a ``tsvector``).
 SEARCHABLE_TEXT = sql.SQL("searchable_text")
 

@@ -59,21 +59,6 @@ class Found:
     parsed: dict = field(default_factory=dict, compare=False, repr=False)
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """The last row a result has read, as its snapshot had it: where the
-    rest of the result continues once that snapshot has ended
-    (``SearchSQL.rest_query``)."""
-
-    zoid: int
-    #: ``layout.ROW_OF_VALUES``'s parameters: the row its sort keys read
-    row: tuple
-    score: float | None = None
-    best: float | None = None
-    #: the zoids of the rows read (``FIRST_ROWS`` at most)
-    read: tuple = ()
-
-
 #: Rows the query of a result without a window (no ``b_size`` or
 #: ``sort_limit``) returns: a page of a listing reads no further.  A brain
 #: read past them fetches all the others in one more query
@@ -186,35 +171,11 @@ def fetch_rest(conn: psycopg.Connection, search: SearchSQL, offset: int) -> Foun
     return _found(search, rows, offset + len(rows))
 
 
-_ANCHOR_ROW = sql.SQL(
-    "SELECT zoid, path, parent_path, path_depth, idx FROM {} WHERE zoid = %s"
-).format(TABLE)
-
-
-def anchor(conn: psycopg.Connection, found: Found) -> Anchor | None:
-    """The anchor of the last row of ``found``, read in the snapshot that
-    found it (one row, whatever the size of the result); None if that row
-    is gone."""
-    zoid = found.ids[-1][0]
-    with json_cursor(conn) as cursor:
-        cursor.execute(_ANCHOR_ROW, (zoid,))
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    zoid, path, parent_path, depth, idx = row
-    score = found.scores[-1][0] if found.scores else None
-    return Anchor(
-        zoid,
-        (zoid, path, parent_path, depth, Jsonb(idx)),
-        score,
-        found.best,
-        tuple(z for z, _ in found.ids),
-    )
-
-
-def fetch_after(conn: psycopg.Connection, search: SearchSQL, after: Anchor) -> Found:
-    """The rows of a result after ``after``, in this connection's snapshot."""
-    statement, params = search.rest_query(after)
+def fetch_others(conn: psycopg.Connection, search: SearchSQL, held: Found) -> Found:
+    """The rest of a result whose snapshot has ended: the matches in this
+    connection's snapshot that are not among the rows ``held``
+    (``SearchSQL.others_query``)."""
+    statement, params = search.others_query([zoid for zoid, _ in held.ids], held.best)
     rows = _execute(conn, statement, params)
     return _found(search, rows, len(rows))
 
