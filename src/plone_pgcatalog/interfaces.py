@@ -89,8 +89,9 @@ class IIndexTranslator(Interface):
     # setting read in ``where``/``relevance``/``sort_expressions``), so each
     # Zope process keeps it per query (``translations``).  Without it, such
     # queries are translated on every search.  With it, ``cache_value(index,
-    # value)`` may return a hashable stand-in for a query value that
-    # ``where`` reads only in part (the minute of a DateTime), or None.
+    # value)`` may return a hashable stand-in for a query value that the
+    # translator (``where``, ``relevance``, ``sort_expressions``) reads only
+    # in part (the minute of a DateTime), or None.
     #
     # Optional: ``sql_indexes(index_name)``, the SQL indexes the type needs,
     # as ``(kind, method, expression, predicate)`` tuples: ``kind`` a letter

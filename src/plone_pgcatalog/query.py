@@ -31,6 +31,8 @@ from Products.PluginIndexes.interfaces import ILimitedResultIndex
 from Products.PluginIndexes.interfaces import IQueryIndex
 from Products.ZCatalog.query import IndexQuery
 from psycopg import sql
+from psycopg.types.json import Json
+from psycopg.types.json import Jsonb
 
 import functools
 
@@ -60,6 +62,23 @@ class QueryContext:
     #: ``{column: kind}`` of the typed columns ready in the database
     #: (``store.columns``): a translator whose index has one may use it
     columns: dict = field(default_factory=dict)
+
+
+def exact_text(value) -> str:
+    """``value`` (parameters of a statement) as text that tells any two
+    values apart: ``repr`` but for psycopg's JSON wrappers, whose ``repr``
+    shortens a value of more than 40 characters."""
+    if isinstance(value, (Json, Jsonb)):
+        return f"{type(value).__name__}({exact_text(value.obj)})"
+    if isinstance(value, (list, tuple)):
+        items = ", ".join(exact_text(item) for item in value)
+        return f"{type(value).__name__}[{items}]"
+    if isinstance(value, dict):
+        items = ", ".join(
+            f"{exact_text(key)}: {exact_text(item)}" for key, item in value.items()
+        )
+        return f"dict{{{items}}}"
+    return repr(value)
 
 
 @dataclass(frozen=True)
@@ -98,7 +117,7 @@ class SearchSQL:
         searches' rows apart in the result cache (``results``).  Composed
         once per translation (``translations`` keeps them)."""
         statement, params = self.ids_query()
-        return statement.as_string(None), repr(params)
+        return statement.as_string(None), exact_text(params)
 
     def ids_query(self) -> tuple[sql.Composed, tuple]:
         """``SELECT zoid, path[, score, best score][, total]`` of the window.

@@ -7,7 +7,7 @@ the plan, each index's translator, the composed SQL) costs about 0.1 to
 the result cache has (``snapshots``).  A query already translated on the
 same index definitions gets its ``SearchSQL`` from here.
 
-Owns the key (``translation_key``), which holds everything the
+Owns the key (``TranslationCache.key``), which holds everything the
 translation reads:
 
 - the query's keys and values in their order, each value with its exact
@@ -17,18 +17,20 @@ translation reads:
   anonymous search in one minute is one key);
 - the index definitions as committed: each index's oid and the serial of
   the state read (a change committed by any process gives a new serial;
-  this process reads it in its next transaction), and the translator of
-  each index the query names (an add-on may register one: its
+  this process reads it in its next transaction), and the translators of
+  the indexes each query key is sent to (an add-on may register one: its
   translations are kept only if it says they may be,
   ``translation_cacheable``);
 - the site's path, the text search configurations, the typed columns
   ready in the snapshot and ``match_all``.
 
 Not kept: a query holding a value that cannot be frozen into a key (a
-publisher ``record``, a set, an object of another type), a translation
-made while an index definition is changed and not committed, or one with
-this transaction's pending changes laid over the rows (its SQL carries
-them).  Errors are not kept: a bad query raises on every try.
+publisher ``record``, a set, an object of another type) or more than a
+key may hold (``BUDGET``: a list of thousands of UIDs), a translation made
+while an index definition is changed and not committed (a savepoint
+included), or one with this transaction's pending changes laid over the
+rows (its SQL carries them).  Errors are not kept: a bad query raises on
+every try.
 
 Must not compose SQL itself or touch connections.
 """
@@ -45,6 +47,7 @@ from plone_pgcatalog.query import SearchSQL
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import TRANSLATORS
 from plone_pgcatalog.store.overlay import Overlay
+from ZODB.utils import z64
 
 import datetime
 import functools
@@ -53,6 +56,12 @@ import threading
 #: Translations kept (least recently used dropped first): each is a
 #: ``SearchSQL`` of a few KB.
 SIZE = 2000
+
+#: What a key may hold of a query's values: each value, list item and
+#: record key counts 1, a string or bytes 1 more for each 100 characters.
+#: A query above it is translated every time, so that each translation kept
+#: is a few KB.
+BUDGET = 2000
 
 #: Values kept in a key as they are (with their exact type).
 _PLAIN = frozenset(
@@ -78,20 +87,40 @@ class _NotFrozen(Exception):
     """A value of a query (or a translator) that no key can stand for."""
 
 
-def freeze(value, stand_in=None):
+class _Budget:
+    """What is left of ``BUDGET`` while a key is made."""
+
+    def __init__(self):
+        self.left = BUDGET
+
+    def spend(self, units: int) -> None:
+        self.left -= units
+        if self.left < 0:
+            raise _NotFrozen("more than a key may hold")
+
+
+def freeze(value, stand_in=None, budget: _Budget | None = None):
     """A hashable stand-in for a query value, equal for two values only
     when they are the same values of the same types.  ``stand_in(item)``,
     if given, may name what a translator reads of each single value (in
-    lists and records too), or return None."""
+    lists and records too), or return None.  Raises ``_NotFrozen`` for a
+    value no key can stand for, or one larger than ``BUDGET``."""
+    budget = budget or _Budget()
+    budget.spend(1)
     kind = type(value)
     if kind is list or kind is tuple:
-        return kind, tuple(freeze(item, stand_in) for item in value)
+        return kind, tuple(freeze(item, stand_in, budget) for item in value)
     if kind is dict:
-        return kind, tuple((key, freeze(item, stand_in)) for key, item in value.items())
+        return kind, tuple(
+            (freeze(key, None, budget), freeze(item, stand_in, budget))
+            for key, item in value.items()
+        )
     if stand_in is not None:
         read = stand_in(value)
         if read is not None:
             return "read", read
+    if kind is str or kind is bytes:
+        budget.spend(len(value) // 100)
     if kind in _PLAIN:
         return kind, value
     if kind is DateTime:
@@ -99,6 +128,25 @@ def freeze(value, stand_in=None):
         # may show (a ``DateTime`` is read in its zone by add-ons).
         return kind, value.micros(), value.timezone()
     raise _NotFrozen(kind)
+
+
+def _committed(index) -> tuple | None:
+    """``(oid, serial)`` of the committed state ``index`` holds, or None
+    when it holds changes of this transaction or is not stored."""
+    base = aq_base(index)
+    changed = getattr(base, "_p_changed", True)
+    if changed is None:  # a ghost: its serial may not be its state's
+        base._p_activate()
+        changed = base._p_changed
+    jar = base._p_jar
+    if changed or jar is None or base._p_serial == z64:
+        return None  # changed, or added, in this transaction; or not stored
+    # A savepoint stores the changes made so far aside and marks the
+    # objects unchanged, with their committed serial.
+    aside = getattr(jar, "_savepoint_storage", None)
+    if aside is not None and base._p_oid in aside.index:
+        return None
+    return base._p_oid, base._p_serial
 
 
 def _pure(index):
@@ -125,16 +173,15 @@ def _names(value) -> list:
 
 
 class _Definitions:
-    """What the key holds of the index definitions, and which index each
-    query key names (``query_names``), worked out once per state of the
-    definitions."""
+    """Which indexes each query key is sent to (``query_names``; by name:
+    the index objects are each connection's own), worked out once per
+    state of the definitions."""
 
     def __init__(self, indexes: dict):
-        self.sortable = dict(indexes)
-        self.named: dict[str, object] = {}
-        for index in indexes.values():
+        self.named: dict[str, tuple[str, ...]] = {}
+        for name, index in indexes.items():
             for query_name in query_names(index):
-                self.named.setdefault(query_name, index)
+                self.named[query_name] = (*self.named.get(query_name, ()), name)
 
 
 class TranslationCache:
@@ -188,14 +235,10 @@ class TranslationCache:
         cannot have one."""
         states = []
         for name, index in indexes.items():
-            base = aq_base(index)
-            changed = getattr(base, "_p_changed", True)
-            if changed is None:  # a ghost: its serial may not be its state's
-                base._p_activate()
-                changed = base._p_changed
-            if changed or base._p_jar is None:
-                return None  # changed in this transaction, or not stored
-            states.append((name, base._p_oid, base._p_serial))
+            state = _committed(index)
+            if state is None:
+                return None
+            states.append((name, *state))
         states = tuple(states)
         definitions = self._definitions.get(states)
         if definitions is None:
@@ -204,26 +247,29 @@ class TranslationCache:
                 if len(self._definitions) > 16:
                     self._definitions.clear()
                 self._definitions[states] = definitions
+        budget = _Budget()
         try:
             values = []
             for name, value in query.items():
-                index = definitions.named.get(name)
-                if index is not None:
-                    translator = _pure(index)
-                    stand_in = getattr(translator, "cache_value", None)
-                    if stand_in is not None:
-                        stand_in = functools.partial(stand_in, index)
-                    values.append((name, translator, freeze(value, stand_in)))
-                elif name == "sort_on":
+                answering = definitions.named.get(name)
+                if answering:
+                    # ``query._plan`` sends the key to each of them.
+                    translators = tuple(_pure(indexes[each]) for each in answering)
+                    read = getattr(translators[0], "cache_value", None)
+                    stand_in = None
+                    if read is not None and len(answering) == 1:
+                        stand_in = functools.partial(read, indexes[answering[0]])
+                    values.append((name, translators, freeze(value, stand_in, budget)))
+                elif name in ("sort_on", "sort-on"):
                     # The sort indexes' translators compose the order.
                     sorters = tuple(
-                        _pure(definitions.sortable[sort])
+                        _pure(indexes[sort])
                         for sort in _names(value)
-                        if sort in definitions.sortable
+                        if sort in indexes
                     )
-                    values.append((name, sorters, freeze(value)))
+                    values.append((name, sorters, freeze(value, None, budget)))
                 else:
-                    values.append((name, None, freeze(value)))
+                    values.append((name, None, freeze(value, None, budget)))
         except _NotFrozen:
             return None
         return (

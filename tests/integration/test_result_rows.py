@@ -291,6 +291,32 @@ def test_a_ranked_result_continues_by_relevance(many, searches):
     ]
 
 
+def test_a_ranked_rest_read_later_scores_at_most_100(many):
+    """Read after its transaction, the rest of a ranked result may hold a
+    row that matches better than the best of its first rows: its
+    normalized score is 100, as the best's is, never more."""
+    for page in many["many"].objectValues():
+        page.title = "harbour"
+        page.reindexObject()
+    transaction.commit()
+    results = api.content.find(SearchableText="harbour", portal_type="Document")
+    held = {brain.getPath() for brain in results[: search.FIRST_ROWS]}
+    transaction.commit()
+    later = next(
+        page
+        for page in many["many"].objectValues()
+        if "/".join(page.getPhysicalPath()) not in held
+    )
+    # Its text is "harbour harbour" now (the id and the title): a better
+    # match than each first row's "dNNN harbour".
+    later = api.content.rename(obj=later, new_id="harbour")
+    transaction.commit()
+    scores = {b.getPath(): b.data_record_normalized_score_ for b in results}
+    assert len(scores) == DOCUMENTS
+    assert scores["/".join(later.getPhysicalPath())] == 100
+    assert max(scores.values()) == 100
+
+
 def test_the_readers_of_one_committed_state_share_its_results(pg_layer, searches):
     """A search is run once per committed state (``snapshots.results``);
     each user's results stay theirs, and nothing is ever stale."""

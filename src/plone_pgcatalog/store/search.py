@@ -184,9 +184,11 @@ def _found(search: SearchSQL, rows: list[tuple], total: int) -> Found:
     ids = [(row[0], row[1]) for row in rows]
     scores = best = None
     if search.score is not None:
-        # ZCatalog: the normalized score is a percentage of the best one.
+        # ZCatalog: the normalized score is a percentage of the best one
+        # (the rest of a result read later may hold a better one than its
+        # first rows, ``fetch_others``: 100 then, as for the best).
         scores = [
-            (score, int(100.0 * score / best) if best else 100)
+            (score, min(100, int(100.0 * score / best)) if best else 100)
             for _, _, score, best, *_ in rows
         ]
         best = rows[0][3] if rows else None
