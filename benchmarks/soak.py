@@ -1197,10 +1197,12 @@ FAIL_FAST_S = 15
 
 
 def unexpected_errors(result: dict) -> dict:
-    """Failed requests other than write conflicts, those of the outage and
+    """Failed requests other than write conflicts, those of the outage,
     writes the terminated connections failed (zodb-pgjsonb does not retry
     on a lost connection: a 500, and, where it was lost during ``COMMIT``,
-    an outcome the check accepts either way: ``in_doubt``)."""
+    an outcome the check accepts either way: ``in_doubt``) and reads whose
+    connection was terminated as Zope opened it, before its publisher
+    could run them again (``plone_pgcatalog.wsgi``'s 503)."""
     return {
         error: count for error, count in result["errors"].items() if not _excused(error)
     }
@@ -1213,6 +1215,7 @@ def _excused(error: str) -> bool:
         "ConflictError" in error
         or error.startswith("outage: ")
         or any(error.startswith(f"terminate: {kind}: ") for kind in WRITES)
+        or any(error.startswith(f"terminate: {kind}: 503 ") for kind in READS)
         or error.startswith("pool: ")
     )
 
