@@ -102,12 +102,6 @@ class SearchSQL:
     sort_keys: tuple = ()
 
     @property
-    def in_zoid_order(self) -> bool:
-        """Whether the result is ordered by ``zoid`` alone (not sorted,
-        not ranked): an order no change of the objects can alter."""
-        return self.score is None and not self.sort_keys
-
-    @property
     def windowed(self) -> bool:
         return self.limit is not None or bool(self.offset)
 

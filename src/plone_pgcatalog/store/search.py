@@ -16,13 +16,13 @@ from dataclasses import replace
 from plone_pgcatalog.fulltext import MARK_END
 from plone_pgcatalog.fulltext import MARK_START
 from plone_pgcatalog.fulltext import passage_ends
+from plone_pgcatalog.query import exact_text
 from plone_pgcatalog.query import SearchSQL
 from plone_pgcatalog.store.connection import json_cursor
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import READ_COUNTER
 from plone_pgcatalog.store.schema import TEXTS
 from psycopg import sql
-from psycopg.types.json import Jsonb
 
 import orjson
 import psycopg
@@ -393,16 +393,12 @@ def _value_facets(facets: list[ValueFacet]):
 
 
 def _same_matches(one: SearchSQL, other: SearchSQL) -> bool:
+    # By the parameters' exact text: psycopg's ``Jsonb`` wrappers (the
+    # overlay's rows, JSON criteria) compare by identity.
     return (one.source, one.where) == (other.source, other.where) and (
-        _comparable(one.source_params + one.params)
-        == _comparable(other.source_params + other.params)
+        exact_text(one.source_params + one.params)
+        == exact_text(other.source_params + other.params)
     )
-
-
-def _comparable(params: tuple) -> list:
-    # psycopg's ``Jsonb`` wrappers (the overlay's rows, JSON criteria)
-    # compare by identity: their values are compared instead.
-    return [("jsonb", p.obj) if isinstance(p, Jsonb) else p for p in params]
 
 
 def _facet_parts(facet) -> tuple[list[sql.Composable], list]:
