@@ -380,6 +380,15 @@ def _settings_statement() -> tuple[str, tuple] | None:
 _SETTINGS = _settings_statement()
 
 
+def read_settings() -> tuple[str, tuple] | None:
+    """The statement (and its parameters) that gives a transaction the
+    settings the catalog's reads plan and run with, or None when every one
+    is the server's: for a tool that runs a search's SQL on a connection
+    of its own (the benchmark's EXPLAIN) and must see the plan the search
+    got."""
+    return _SETTINGS
+
+
 def set_statement_timeout(value: str | None) -> None:
     """Set ``STATEMENT_TIMEOUT`` for this process's next transactions (a
     duration as PostgreSQL reads it; "0" none; None the server's): the
