@@ -231,6 +231,40 @@ def to_8(setup_tool) -> None:
         )
 
 
+def to_9(setup_tool) -> None:
+    """8 → 9 (database schema 7 → 8): a short text's ``tsvector`` in the
+    row (``toast_tuple_target`` 1,024, ``schema``): full-text searches read
+    it without a lookup in the TOAST table, twice a match (10,000
+    documents: 13-20 ms → 4.2-6.2).
+
+    Online (``columns.short_texts_in_row``), as the step 6 to 7: after this
+    step's commit, in its own connection, the table's option changes (if a
+    restart has not changed it already), then every row is written again
+    in batches of ``columns.FILL_BATCH`` (writers wait for one batch at
+    most, readers never), then the table is vacuumed.  Searches find the
+    same rows before, during and after.
+    """
+    _after_commit(
+        setup_tool,
+        "short texts in the row",
+        _short_texts_in_row,
+        "set the version of plone_pgcatalog:default back to 8 in portal_setup"
+        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '8'))"
+        " and run the upgrade step 8 to 9 again: it goes on where it stopped",
+    )
+
+
+def _short_texts_in_row(conn, indexes) -> None:
+    with conn.cursor() as cur:
+        if schema._relkind(cur, schema.TABLE) != "r":
+            logger.info("plone_pgcatalog 8: the table comes with the upgrade to 5")
+            return
+    written = columns.short_texts_in_row(conn, ddl.LOCK_TIMEOUT)
+    _schema_version(conn, 8)
+    logger.info("plone_pgcatalog 8: rows written again: %d", written)
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
-#: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel.
-PROFILE_VERSION = 8
+#: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
+#: schema 8.
+PROFILE_VERSION = 9

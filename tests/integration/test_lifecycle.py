@@ -27,6 +27,7 @@ from plone import api
 from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import ddl
+from plone_pgcatalog.store import layout
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.testing import EXTENSION_PROFILES
 from plone_pgcatalog.testing import open_db
@@ -834,7 +835,9 @@ def test_the_installed_schema_is_the_catalogs(lifecycle):
         for name in installed.statistics
     )
     assert installed.state_table
-    assert installed.table_options == ["toast_tuple_target=512"]
+    assert installed.table_options == [
+        f"toast_tuple_target={layout.TOAST_TUPLE_TARGET}"
+    ]
     assert installed.markers
 
 

@@ -17,6 +17,7 @@ from plone_pgcatalog import jobs
 from plone_pgcatalog import overview
 from plone_pgcatalog import slowlog
 from plone_pgcatalog.store import schema
+from plone_pgcatalog.upgrades import PROFILE_VERSION
 from tests.integration.test_real_consumers import browser_for
 from zExceptions import BadRequest
 from zExceptions import Forbidden
@@ -157,7 +158,8 @@ def test_database_figures(pg_layer):
     assert db.server_version.split(".")[0].isdigit()
     pg_layer["portal"].portal_setup.setLastVersionForProfile(overview.PROFILE, "7")
     assert overview.database(catalog).upgrades == [
-        "7 -> 8: The PostgreSQL catalog's control panel in Site Setup"
+        "7 -> 8: The PostgreSQL catalog's control panel in Site Setup",
+        "8 -> 9: Short texts in the catalog's rows (rows written again in batches)",
     ]
 
 
@@ -463,7 +465,7 @@ def test_the_upgrade_to_8_adds_the_configlet(pg_layer):
     setup.upgradeProfile(overview.PROFILE)
     ids = [a.getId() for a in portal.portal_controlpanel.listActions()]
     assert "plone_pgcatalog" in ids
-    assert setup.getLastVersionForProfile(overview.PROFILE) == ("8",)
+    assert setup.getLastVersionForProfile(overview.PROFILE) == (str(PROFILE_VERSION),)
 
 
 def test_the_control_panel_shows_health_and_runs_a_verify(pg_layer):

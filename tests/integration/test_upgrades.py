@@ -255,11 +255,94 @@ def test_6_to_7_moves_wide_values_out_of_rows_schema_6_made(pg_layer):
             assert _out_of_the_row(conn, "object_provides", zoid)
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (7,)
+        ).fetchone() == (schema.SCHEMA_VERSION,)
     transaction.begin()
     after = sorted(b.getPath() for b in api.content.find(object_provides=_DOCUMENTS))
     assert after == before
     assert {f"/plone/kept-{number}" for number in range(3)} <= set(after)
+
+
+#: Twelve words: a description's ``tsvector`` of about 300 bytes (each
+#: word exact and stemmed), as a news item's or a short page's.
+_SHORT = "glacier moraine crevasse serac icefall cirque tarn esker drumlin fjord"
+_SHORT += " nunatak bergschrund"
+
+
+def _text_page(portal, id: str, description: str) -> int:
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    page = api.content.create(
+        container=portal, type="Document", id=id, title=id, description=description
+    )
+    transaction.commit()
+    return int.from_bytes(page._p_oid, "big")
+
+
+def _text_out_of_the_row(conn, zoid: int) -> bool:
+    """Whether reading a row's ``tsvector`` reads TOAST blocks."""
+    expression = "length(searchable_text)"
+    _blocks_read(conn, expression, zoid)  # first reads may set hint bits
+    return _blocks_read(conn, expression, zoid) > _blocks_read(conn, "zoid", zoid)
+
+
+def test_a_short_text_is_in_the_row_and_a_long_one_out_of_it(pg_layer):
+    """Schema 8: a full-text search reads a short text's ``tsvector`` in
+    the row; a long text's goes out of line, and the row stays narrow."""
+    portal = pg_layer["portal"]
+    short = _text_page(portal, "short-text", _SHORT)
+    words = " ".join(f"word{number}x" for number in range(300))
+    long = _text_page(portal, "long-text", words)
+    with _database(portal) as conn:
+        assert not _text_out_of_the_row(conn, short)
+        assert _text_out_of_the_row(conn, long)
+        [[options]] = conn.execute(
+            "SELECT reloptions FROM pg_class WHERE oid = 'pgcatalog_objects'::regclass"
+        ).fetchall()
+    assert options == [f"toast_tuple_target={schema.TOAST_TUPLE_TARGET}"]
+    found = api.content.find(SearchableText="moraine")
+    assert [brain.getPath() for brain in found] == ["/plone/short-text"]
+
+
+def test_8_to_9_brings_short_texts_into_rows_schema_7_made(pg_layer):
+    portal = pg_layer["portal"]
+    zoids = [_text_page(portal, f"text-{number}", _SHORT) for number in range(3)]
+    with _database(portal) as conn:
+        # As schema 7 left them: a target of 512 bytes, the ``tsvector``
+        # out of every row of a page.
+        conn.execute("ALTER TABLE pgcatalog_objects SET (toast_tuple_target = 512)")
+        conn.execute(
+            "UPDATE pgcatalog_objects SET searchable_text ="
+            " searchable_text || ''::tsvector"
+        )
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = 7 WHERE key = 'schema_version'"
+        )
+        assert all(_text_out_of_the_row(conn, zoid) for zoid in zoids)
+    transaction.begin()
+    before = [(b.getPath(), b.data_record_score_) for b in _glacier(portal)]
+    setup = portal.portal_setup
+    setup.setLastVersionForProfile(PGCATALOG_PROFILE, "8")
+    setup.upgradeProfile(PGCATALOG_PROFILE)
+    transaction.commit()
+    portal._p_jar.sync()  # the step's change runs
+
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (str(PROFILE_VERSION),)
+    with _database(portal) as conn:
+        for zoid in zoids:
+            assert not _text_out_of_the_row(conn, zoid)
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+        ).fetchone() == (8,)
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'texts_in_row'"
+        ).fetchone() == (2**63 - 1,)
+    transaction.begin()
+    after = [(b.getPath(), b.data_record_score_) for b in _glacier(portal)]
+    assert after == before
+    assert {f"/plone/text-{number}" for number in range(3)} <= {p for p, _ in after}
+
+
+def _glacier(portal):
+    return api.content.find(context=portal, SearchableText="glacier crevasse")
 
 
 def _titles(portal, *ids) -> dict:

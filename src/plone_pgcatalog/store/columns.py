@@ -501,6 +501,44 @@ def move_wide_out(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     return moved
 
 
+def short_texts_in_row(conn: psycopg.Connection, lock_timeout: str) -> int:
+    """Write every row again in batches (``_rewrite``, as
+    ``move_wide_out``), so that PostgreSQL decides anew, with the table's
+    ``toast_tuple_target``, where each ``tsvector`` goes: a short text's
+    stays in the row (schema 8), a long one's goes out.  The value is
+    rebuilt (``|| ''``: the same lexemes and positions), since a value
+    written as it was read keeps its place out of line.  Then ``VACUUM``,
+    as ``move_wide_out``.  Run again after a failure, it goes on where it
+    stopped (``pgcatalog_state``); the number of rows this run wrote;
+    ``conn`` is in autocommit mode.  Sets the table's option first (every
+    application of ``schema.BASE_DDL`` sets it too)."""
+    with conn.transaction(), conn.cursor() as cur:
+        _set_lock_timeout(cur, lock_timeout)
+        cur.execute(
+            sql.SQL(
+                "ALTER TABLE pgcatalog_objects SET (toast_tuple_target = {})"
+            ).format(sql.Literal(layout.TOAST_TUPLE_TARGET))
+        )
+    progress = "texts_in_row"
+    written = _rewrite(
+        conn,
+        "searchable_text",
+        sql.SQL("o.searchable_text || ''::tsvector"),
+        lock_timeout,
+        "writing again",
+        progress,
+    )
+    conn.execute(_RECORD_PROGRESS, (progress, _DONE))
+    if written:
+        try:
+            conn.execute("VACUUM (ANALYZE) pgcatalog_objects")
+        except psycopg.Error as error:
+            logger.warning(
+                "plone_pgcatalog: VACUUM after writing rows failed: %s", error
+            )
+    return written
+
+
 def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) -> bool:
     """Take the typed column of ``index_name`` away, if it has one: not
     ready first (requests from then on use ``idx``), then dropped (under an

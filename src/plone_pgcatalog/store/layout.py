@@ -31,6 +31,10 @@ import re
 #: The table that holds the catalog rows.
 TABLE = sql.SQL("pgcatalog_objects")
 
+#: Bytes a row of the table may take before PostgreSQL moves its widest
+#: values out of line (``toast_tuple_target``; why 1,024: ``schema``).
+TOAST_TUPLE_TARGET = 1024
+
 #: The name a search's row source has in its statement: the table itself,
 #: or the overlay of pending changes (``overlay.Overlay.source``) named so.
 ROWS = sql.SQL("pgcatalog_objects")

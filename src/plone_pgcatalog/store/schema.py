@@ -34,12 +34,19 @@ out of line into the table's TOAST table, compressed (lz4 where the server
 has it): ``idx`` (read by the conditions typed columns do not serve),
 ``meta`` (read only for the brains a page shows), ``searchable_text``
 (read to rank full-text matches) and the longest typed values
-(``object_provides``).  ``toast_tuple_target`` of 512 bytes: the values
-are moved out, biggest first, until the row fits; a Plone page's row is
-about 300 bytes, 17 a page (1 a page with ``idx`` in the row, schemas
-3-5).  Set again by every application of ``BASE_DDL``: rows written
-before take the form when they are next written (the fill of the typed
-columns by the upgrade to 6 writes them all).
+(``object_provides``).  ``toast_tuple_target`` of 1,024 bytes: the
+values are moved out, biggest first, until the row fits; a Plone page's
+row is about 500 bytes without its ``tsvector`` (1 a page with ``idx`` in
+the row, schemas 3-5).  A short text's ``tsvector`` (a title, a
+description, a short page: up to about 500 bytes) stays in the row
+(schema 8): a full-text search reads each match's ``tsvector`` twice (the
+GIN index's recheck of the weighted query, then ``ts_rank``), and out of
+line each read is a lookup in the TOAST table (10,000 documents, 1,357
+matches: 13-20 ms with a target of 512, 4.2-6.2 with 1,024; the searches
+that count 7,000-11,000 rows within the noise).  A longer text's goes out
+of line, as before.  Set again by every application of ``BASE_DDL``:
+rows written before take the form when they are next written (the
+upgrade to 8 writes them all, ``columns.short_texts_in_row``).
 
 ``meta`` is ``json``, not ``jsonb``: it is only ever read whole, by brains,
 and ``json`` is sent as it is stored, where ``jsonb`` is printed back to
@@ -56,6 +63,7 @@ from dataclasses import dataclass
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.store import columns
 from plone_pgcatalog.store.layout import sql_index_name
+from plone_pgcatalog.store.layout import TOAST_TUPLE_TARGET
 from psycopg import sql
 
 import psycopg
@@ -72,7 +80,9 @@ import psycopg
 #: filled online by the upgrade step; their expression indexes go.
 #: 7: the values of wide typed columns out of the row (schema 6 kept
 #: ``object_provides`` in it on new sites): rows written again.
-SCHEMA_VERSION = 7
+#: 8: ``toast_tuple_target`` 1,024: a short text's ``tsvector`` stays in
+#: the row (``columns.short_texts_in_row`` writes the rows again).
+SCHEMA_VERSION = 8
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
@@ -109,8 +119,8 @@ CREATE TABLE IF NOT EXISTS {table} (
     idx jsonb,
     meta json,
     searchable_text tsvector
-) WITH (toast_tuple_target = 512);
-ALTER TABLE {table} SET (toast_tuple_target = 512),
+) WITH (toast_tuple_target = {toast_tuple_target});
+ALTER TABLE {table} SET (toast_tuple_target = {toast_tuple_target}),
     ALTER COLUMN idx SET STORAGE EXTENDED,
     ALTER COLUMN path SET STORAGE MAIN,
     ALTER COLUMN parent_path SET STORAGE MAIN;
@@ -170,6 +180,11 @@ def _dollar(body: str) -> str:
     return "$pgcatalog$ " + body + " $pgcatalog$"
 
 
+#: ``TABLE_DDL`` of the catalog's table.
+_OWN_TABLE_DDL = TABLE_DDL.format(
+    table=TABLE, prefix="pgcatalog_", toast_tuple_target=TOAST_TUPLE_TARGET
+)
+
 BASE_DDL = f"""\
 CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
@@ -187,7 +202,7 @@ BEGIN
     IF legacy THEN
         EXECUTE {_dollar(_LEGACY_VIEW)};
     ELSE
-        EXECUTE {_dollar(TABLE_DDL.format(table=TABLE, prefix="pgcatalog_"))};
+        EXECUTE {_dollar(_OWN_TABLE_DDL)};
         BEGIN
             ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET COMPRESSION lz4;
         EXCEPTION WHEN OTHERS THEN
