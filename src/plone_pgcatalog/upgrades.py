@@ -99,9 +99,7 @@ def to_5(setup_tool) -> None:
         setup_tool,
         "catalog table",
         _to_own_table,
-        "set the version of plone_pgcatalog:default back to 4 in portal_setup"
-        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '4'))"
-        " and run the upgrade step 4 to 5 again: it goes on where it stopped",
+        _run_again(4),
     )
 
 
@@ -133,10 +131,30 @@ def to_6(setup_tool) -> None:
         setup_tool,
         "typed columns",
         _typed_columns,
-        "set the version of plone_pgcatalog:default back to 5 in portal_setup"
-        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '5'))"
-        " and run the upgrade step 5 to 6 again: it goes on where it stopped",
+        _run_again(5),
     )
+
+
+def _run_again(source: int) -> str:
+    """What an operator does when the step from ``source`` failed after
+    its commit: each such step goes on where it stopped."""
+    return (
+        f"set the version of plone_pgcatalog:default back to {source} in"
+        f" portal_setup (portal_setup.setLastVersionForProfile("
+        f"'plone_pgcatalog:default', '{source}')) and run the upgrade step"
+        f" {source} to {source + 1} again: it goes on where it stopped"
+    )
+
+
+def _still_schema_4(conn, version: int) -> bool:
+    """Whether the catalog is still the view of schema 4: the upgrade to 5
+    builds the table in the form of this code (typed columns, every row
+    written), so the change to ``version`` has nothing to do."""
+    with conn.cursor() as cur:
+        if schema._relkind(cur, schema.TABLE) == "r":
+            return False
+    logger.info("plone_pgcatalog %d: comes with the table (upgrade to 5)", version)
+    return True
 
 
 def _after_commit(setup_tool, label: str, change, remedy: str) -> None:
@@ -155,12 +173,8 @@ def _after_commit(setup_tool, label: str, change, remedy: str) -> None:
 
 
 def _typed_columns(conn, indexes) -> None:
-    with conn.cursor() as cur:
-        if schema._relkind(cur, schema.TABLE) != "r":
-            # Still schema 4: the upgrade to 5 makes the columns once it
-            # has switched to the table (``_to_own_table``).
-            logger.info("plone_pgcatalog 6: typed columns come with the table")
-            return
+    if _still_schema_4(conn, 6):
+        return
     created = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
     _schema_version(conn, 6)
     logger.info(
@@ -190,17 +204,13 @@ def to_7(setup_tool) -> None:
         setup_tool,
         "wide values out of the row",
         _wide_values_out,
-        "set the version of plone_pgcatalog:default back to 6 in portal_setup"
-        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '6'))"
-        " and run the upgrade step 6 to 7 again: it goes on where it stopped",
+        _run_again(6),
     )
 
 
 def _wide_values_out(conn, indexes) -> None:
-    with conn.cursor() as cur:
-        if schema._relkind(cur, schema.TABLE) != "r":
-            logger.info("plone_pgcatalog 7: typed columns come with the table")
-            return
+    if _still_schema_4(conn, 7):
+        return
     moved = columns.move_wide_out(conn, ddl.LOCK_TIMEOUT)
     _schema_version(conn, 7)
     logger.info(
@@ -248,17 +258,13 @@ def to_9(setup_tool) -> None:
         setup_tool,
         "short texts in the row",
         _short_texts_in_row,
-        "set the version of plone_pgcatalog:default back to 8 in portal_setup"
-        " (portal_setup.setLastVersionForProfile('plone_pgcatalog:default', '8'))"
-        " and run the upgrade step 8 to 9 again: it goes on where it stopped",
+        _run_again(8),
     )
 
 
 def _short_texts_in_row(conn, indexes) -> None:
-    with conn.cursor() as cur:
-        if schema._relkind(cur, schema.TABLE) != "r":
-            logger.info("plone_pgcatalog 8: the table comes with the upgrade to 5")
-            return
+    if _still_schema_4(conn, 8):
+        return
     written = columns.short_texts_in_row(conn, ddl.LOCK_TIMEOUT)
     _schema_version(conn, 8)
     logger.info("plone_pgcatalog 8: rows written again: %d", written)

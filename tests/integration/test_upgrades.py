@@ -218,6 +218,17 @@ def test_wide_typed_values_are_out_of_the_row_on_a_new_site(pg_layer):
     assert [brain.getPath() for brain in found] == ["/plone/narrow"]
 
 
+def _upgrade_from(portal, version: str) -> None:
+    """Run the upgrade steps from ``version`` and their changes after the
+    commit; the profile is then at the latest version."""
+    setup = portal.portal_setup
+    setup.setLastVersionForProfile(PGCATALOG_PROFILE, version)
+    setup.upgradeProfile(PGCATALOG_PROFILE)
+    transaction.commit()
+    portal._p_jar.sync()  # the steps' changes run
+    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (str(PROFILE_VERSION),)
+
+
 def _as_schema_6_left_it(conn) -> None:
     """``object_provides`` as schema 6 left a new site: the column kept in
     the row, and its values in it."""
@@ -241,13 +252,8 @@ def test_6_to_7_moves_wide_values_out_of_rows_schema_6_made(pg_layer):
         assert not _out_of_the_row(conn, "object_provides", zoids[0])
     transaction.begin()
     before = sorted(b.getPath() for b in api.content.find(object_provides=_DOCUMENTS))
-    setup = portal.portal_setup
-    setup.setLastVersionForProfile(PGCATALOG_PROFILE, "6")
-    setup.upgradeProfile(PGCATALOG_PROFILE)
-    transaction.commit()
-    portal._p_jar.sync()  # the step's change runs
+    _upgrade_from(portal, "6")
 
-    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (str(PROFILE_VERSION),)
     with _database(portal) as conn:
         assert _storage(conn, "object_provides") == "x"
         assert _storage(conn, "portal_type") == "m"
@@ -319,13 +325,8 @@ def test_8_to_9_brings_short_texts_into_rows_schema_7_made(pg_layer):
         assert all(_text_out_of_the_row(conn, zoid) for zoid in zoids)
     transaction.begin()
     before = [(b.getPath(), b.data_record_score_) for b in _glacier(portal)]
-    setup = portal.portal_setup
-    setup.setLastVersionForProfile(PGCATALOG_PROFILE, "8")
-    setup.upgradeProfile(PGCATALOG_PROFILE)
-    transaction.commit()
-    portal._p_jar.sync()  # the step's change runs
+    _upgrade_from(portal, "8")
 
-    assert setup.getLastVersionForProfile(PGCATALOG_PROFILE) == (str(PROFILE_VERSION),)
     with _database(portal) as conn:
         for zoid in zoids:
             assert not _text_out_of_the_row(conn, zoid)

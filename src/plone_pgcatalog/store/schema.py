@@ -119,8 +119,8 @@ CREATE TABLE IF NOT EXISTS {table} (
     idx jsonb,
     meta json,
     searchable_text tsvector
-) WITH (toast_tuple_target = {toast_tuple_target});
-ALTER TABLE {table} SET (toast_tuple_target = {toast_tuple_target}),
+) WITH (toast_tuple_target = TOAST_TUPLE_TARGET);
+ALTER TABLE {table} SET (toast_tuple_target = TOAST_TUPLE_TARGET),
     ALTER COLUMN idx SET STORAGE EXTENDED,
     ALTER COLUMN path SET STORAGE MAIN,
     ALTER COLUMN parent_path SET STORAGE MAIN;
@@ -132,7 +132,7 @@ CREATE INDEX IF NOT EXISTS {prefix}searchable_text
 CREATE INDEX IF NOT EXISTS {prefix}path_depth ON {table} (path_depth, path);
 CREATE INDEX IF NOT EXISTS {prefix}path_elements
     ON {table} USING gin (string_to_array(path, '/'));
-"""
+""".replace("TOAST_TUPLE_TARGET", str(TOAST_TUPLE_TARGET))
 
 #: Names of the indexes ``TABLE_DDL`` creates, after the prefix.
 TABLE_INDEXES = (
@@ -180,11 +180,6 @@ def _dollar(body: str) -> str:
     return "$pgcatalog$ " + body + " $pgcatalog$"
 
 
-#: ``TABLE_DDL`` of the catalog's table.
-_OWN_TABLE_DDL = TABLE_DDL.format(
-    table=TABLE, prefix="pgcatalog_", toast_tuple_target=TOAST_TUPLE_TARGET
-)
-
 BASE_DDL = f"""\
 CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
@@ -202,7 +197,7 @@ BEGIN
     IF legacy THEN
         EXECUTE {_dollar(_LEGACY_VIEW)};
     ELSE
-        EXECUTE {_dollar(_OWN_TABLE_DDL)};
+        EXECUTE {_dollar(TABLE_DDL.format(table=TABLE, prefix="pgcatalog_"))};
         BEGIN
             ALTER TABLE pgcatalog_objects ALTER COLUMN idx SET COMPRESSION lz4;
         EXCEPTION WHEN OTHERS THEN

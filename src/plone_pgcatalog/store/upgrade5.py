@@ -181,13 +181,7 @@ def prepare(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
     """
     with conn.transaction(), conn.cursor() as cur:
         cur.execute(_SET_LOCK_TIMEOUT, (lock_timeout,))
-        cur.execute(
-            schema.TABLE_DDL.format(
-                table=_BUILD,
-                prefix=_BASE_PREFIX,
-                toast_tuple_target=schema.TOAST_TUPLE_TARGET,
-            )
-        )
+        cur.execute(schema.TABLE_DDL.format(table=_BUILD, prefix=_BASE_PREFIX))
         for index_name, meta_type in indexes:
             statements = schema.expression_ddl(
                 index_name, meta_type, legacy=False, table=_BUILD, name=_build_name
