@@ -37,6 +37,9 @@ import weakref
 
 logger = logging.getLogger(__name__)
 
+#: Types of metadata values stored as they are (``metadata.encode``).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
 
 class MetadataBatch:
     """The metadata of one result, loaded in windows as brains are read
@@ -96,6 +99,8 @@ class PGCatalogBrain(Implicit):
         self._schema = schema
         self._batch = batch
         self._snippets = snippets
+        #: the row's metadata, as stored (``metadata``), once read
+        self._raw: dict | None = None
         self._decoded: dict = {}
 
     @property
@@ -109,19 +114,25 @@ class PGCatalogBrain(Implicit):
         return self._snippets.get(self._position, self.data_record_id_).get("snippet")
 
     def _value(self, name: str):
-        try:
-            return self._decoded[name]
-        except KeyError:
-            pass
-        raw = self._batch.get(self._position, self.data_record_id_)
-        value = metadata.decode(raw[name]) if name in raw else Missing.Value
-        self._decoded[name] = value
-        return value
+        # The hot path of a listing: one dict lookup for a plain value (a
+        # string, number, boolean or None is returned as stored, never
+        # copied), no exception.  Others are decoded once per brain, so that
+        # a list read twice is the same list.
+        raw = self._raw
+        if raw is None:
+            raw = self._raw = self._batch.get(self._position, self.data_record_id_)
+        value = raw.get(name, Missing.Value)
+        if type(value) in _PLAIN:
+            return value
+        decoded = self._decoded
+        if name not in decoded:
+            decoded[name] = metadata.decode(value)
+        return decoded[name]
 
     def __getattr__(self, name: str):
-        if name.startswith("_") or name not in self._schema:
-            raise AttributeError(name)
-        return self._value(name)
+        if name in self._schema and name[:1] != "_":
+            return self._value(name)
+        raise AttributeError(name)
 
     def __getitem__(self, name: str):
         if name not in self._schema:

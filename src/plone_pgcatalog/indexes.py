@@ -44,6 +44,7 @@ from BTrees.IIBTree import IITreeSet
 from BTrees.IIBTree import intersection
 from BTrees.LLBTree import LLTreeSet
 from collections.abc import Callable
+from collections.abc import Mapping
 from DateTime import DateTime
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.errors import PGCatalogConfigurationError
@@ -1100,6 +1101,34 @@ class ReverseIndex:
 # -- _catalog.indexes ------------------------------------------------------------
 
 
+class Definitions(Mapping):
+    """``{name: index definition}``, each wrapped in the catalog as it is
+    read (``getIndexDefinitions``).
+
+    Every search asks for the definitions, and a search whose translation
+    is kept reads only the states of all of them and the few its query
+    names (``translations.TranslationCache.key``): wrapping every one of
+    them was most of that.  ``stored`` is the persistent mapping's own
+    dict, unwrapped, for reading the stored states; do not change it.
+    """
+
+    def __init__(self, stored: dict, catalog):
+        self.stored = stored
+        self._catalog = catalog
+
+    def __getitem__(self, name: str):
+        return self.stored[name].__of__(self._catalog)
+
+    def __contains__(self, name) -> bool:
+        return name in self.stored
+
+    def __iter__(self):
+        return iter(self.stored)
+
+    def __len__(self) -> int:
+        return len(self.stored)
+
+
 class IndexMapping(Implicit):
     """``_catalog.indexes``: views for readers, definitions underneath.
 
@@ -1124,11 +1153,9 @@ class IndexMapping(Implicit):
         """The definition of index ``name``, wrapped like ``getIndex``'s."""
         return self._definitions[name].__of__(self._catalog())
 
-    def definitions(self) -> dict:
-        catalog = self._catalog()
-        return {
-            name: index.__of__(catalog) for name, index in self._definitions.items()
-        }
+    def definitions(self) -> Definitions:
+        # Reading ``data`` loads a ghost.
+        return Definitions(self._definitions.data, self._catalog())
 
     def __getitem__(self, name: str) -> IndexView:
         return index_view(self._definitions[name], self._catalog())

@@ -23,7 +23,8 @@ class IPGCatalogTool(IPloneCatalogTool):
     """
 
     def getIndexDefinitions():
-        """Return ``{name: index object}`` of every catalog index.
+        """Return ``{name: index object}`` of every catalog index, as a
+        read-only mapping.
 
         The index objects are ZCatalog's own plug-in index classes, kept
         only as definitions (meta_type, indexed attributes, options); they

@@ -106,6 +106,13 @@ class SearchSQL:
         return self.limit is not None or bool(self.offset)
 
     @functools.cached_property
+    def statements(self) -> dict:
+        """Statements made of this translation, by what they are for: kept
+        with it (``store.search.search_statement`` keeps the search's, as
+        text), so that a kept translation is composed once."""
+        return {}
+
+    @functools.cached_property
     def window_text(self) -> tuple[str, str]:
         """The window's statement and parameters as text: what tells two
         searches' rows apart in the result cache (``results``).  Composed

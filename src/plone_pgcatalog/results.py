@@ -14,6 +14,7 @@ Must not compose SQL itself.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.brains import LazyResults
@@ -129,7 +130,7 @@ def search_results(
         started,
         lambda: (_shown(query), *search.search_statement(plan, metadata), found.total),
     )
-    found_by_searches().update(zoid for zoid, _ in found.ids)
+    found_by_searches().update(map(itemgetter(0), found.ids))
     # The metadata that came with the rows is that of this snapshot: read
     # after a commit (a script that changes what it found), brains show
     # what is stored then, as ZCatalog's do.
@@ -174,7 +175,7 @@ def search_results(
                 more = search.fetch_others(conn, plan, found)
             else:
                 more = search.fetch_rest(conn, plan, offset)
-        found_by_searches().update(zoid for zoid, _ in more.ids)
+        found_by_searches().update(map(itemgetter(0), more.ids))
         return more.ids, more.scores
 
     return LazyResults(

@@ -121,8 +121,9 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return [self._catalog.getIndex(name) for name in self.indexes()]
 
     @security.private
-    def getIndexDefinitions(self) -> dict:
-        """The ZCatalog index objects that define each index (no views)."""
+    def getIndexDefinitions(self):
+        """The ZCatalog index objects that define each index (no views), as
+        a read-only mapping (``indexes.Definitions``)."""
         return self._catalog.indexes.definitions()
 
     @property

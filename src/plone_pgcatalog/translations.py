@@ -130,23 +130,31 @@ def freeze(value, stand_in=None, budget: _Budget | None = None):
     raise _NotFrozen(kind)
 
 
-def _committed(index) -> tuple | None:
-    """``(oid, serial)`` of the committed state ``index`` holds, or None
-    when it holds changes of this transaction or is not stored."""
-    base = aq_base(index)
-    changed = getattr(base, "_p_changed", True)
-    if changed is None:  # a ghost: its serial may not be its state's
-        base._p_activate()
-        changed = base._p_changed
-    jar = base._p_jar
-    if changed or jar is None or base._p_serial == z64:
-        return None  # changed, or added, in this transaction; or not stored
-    # A savepoint stores the changes made so far aside and marks the
-    # objects unchanged, with their committed serial.
-    aside = getattr(jar, "_savepoint_storage", None)
-    if aside is not None and base._p_oid in aside.index:
-        return None
-    return base._p_oid, base._p_serial
+def _committed_states(indexes) -> tuple | None:
+    """``((name, oid, serial), ...)`` of the committed states the index
+    definitions ``indexes`` hold, or None when one holds changes of this
+    transaction or is not stored.  Every search asks (``key``): one loop,
+    on the definitions as stored (``indexes.Definitions.stored``), with
+    each connection's savepoint looked up once."""
+    states = []
+    last_jar = savepoint = None
+    for name, index in getattr(indexes, "stored", indexes).items():
+        base = aq_base(index)
+        changed = getattr(base, "_p_changed", True)
+        if changed is None:  # a ghost: its serial may not be its state's
+            base._p_activate()
+            changed = base._p_changed
+        jar = base._p_jar
+        if changed or jar is None or base._p_serial == z64:
+            return None  # changed, or added, in this transaction; or not stored
+        if jar is not last_jar:
+            # A savepoint stores the changes made so far aside and marks
+            # the objects unchanged, with their committed serial.
+            last_jar, savepoint = jar, getattr(jar, "_savepoint_storage", None)
+        if savepoint is not None and base._p_oid in savepoint.index:
+            return None
+        states.append((name, base._p_oid, base._p_serial))
+    return tuple(states)
 
 
 def _pure(index):
@@ -233,13 +241,9 @@ class TranslationCache:
     def key(self, query: dict, indexes: dict, site_path: str, context) -> tuple:
         """The translation key of ``query`` (see module), or None when it
         cannot have one."""
-        states = []
-        for name, index in indexes.items():
-            state = _committed(index)
-            if state is None:
-                return None
-            states.append((name, *state))
-        states = tuple(states)
+        states = _committed_states(indexes)
+        if states is None:
+            return None
         definitions = self._definitions.get(states)
         if definitions is None:
             definitions = _Definitions(indexes)

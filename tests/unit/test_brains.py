@@ -105,3 +105,60 @@ def test_a_complete_result_fetches_nothing_more():
     transaction.commit()
     assert len(list(results)) == 40
     assert rest.offsets == []
+
+
+# -- metadata values, as brains read them (``PGCatalogBrain._value``)
+
+
+def _brains_of(row: dict, schema=("Title", "Subject", "modified", "getObjSize")):
+    from Acquisition import Implicit
+    from plone_pgcatalog.brains import LazyResults
+
+    ids = [(1, "/plone/a"), (2, "/plone/b")]
+    loaded = []
+
+    def load(zoids):
+        loaded.append(list(zoids))
+        return {zoid: row for zoid in zoids}
+
+    return LazyResults(ids, 2, Implicit(), schema, load), loaded
+
+
+def test_brains_read_plain_values_as_stored_and_decode_the_others_once():
+    from DateTime import DateTime
+    from plone_pgcatalog import metadata
+
+    import Missing
+
+    modified = DateTime("2026-11-27 12:00:00 UTC")
+    row = {
+        "Title": "A page",
+        "Subject": ["one", "two"],
+        "modified": metadata.encode(modified),
+    }
+    results, loaded = _brains_of(row)
+    first, second = results[0], results[1]
+    assert first.Title == "A page" and first["Title"] == "A page"
+    assert first.modified == modified and isinstance(first.modified, DateTime)
+    assert first.getObjSize is Missing.Value  # in the schema, not in the row
+    # A list is decoded once per brain: the same list when read again, and
+    # changing it changes neither the stored row nor another brain's.
+    subjects = first.Subject
+    assert subjects == ["one", "two"] and first.Subject is subjects
+    subjects.append("three")
+    assert second.Subject == ["one", "two"]
+    assert row["Subject"] == ["one", "two"]
+    assert loaded == [[1, 2]]  # one load for both brains
+
+
+def test_brains_refuse_names_outside_the_schema_and_private_ones():
+    import pytest
+
+    results, _ = _brains_of({"Title": "A page", "_secret": "x"}, ("Title", "_secret"))
+    brain = results[0]
+    with pytest.raises(AttributeError):
+        brain.Description
+    with pytest.raises(AttributeError):
+        brain._secret
+    with pytest.raises(KeyError):
+        brain["Description"]

@@ -35,8 +35,10 @@ _PATH_OF = sql.SQL(
 # view may show a ``jsonb`` column (schema 3), and a statement prepared on
 # the view must keep its result type when it runs on the table.
 _LOAD_METADATA = sql.SQL(
-    "SELECT zoid, meta::json FROM {} WHERE zoid = ANY(%s::bigint[])"
-).format(TABLE)
+    sql.SQL("SELECT zoid, meta::json FROM {} WHERE zoid = ANY(%s::bigint[])")
+    .format(TABLE)
+    .as_string(None)
+)
 
 
 @dataclass(frozen=True)
@@ -107,12 +109,24 @@ def _metadata_comes(search: SearchSQL, metadata: bool) -> bool:
     return metadata and search.python_slice is None
 
 
-def search_statement(
-    search: SearchSQL, metadata: bool = True
-) -> tuple[sql.Composed, tuple]:
+def search_statement(search: SearchSQL, metadata: bool = True) -> tuple[sql.SQL, tuple]:
     """The statement ``run_search`` runs: the window's query, or the first
     ``FIRST_ROWS`` of a result without a window, counted; with
-    ``metadata``, that of its first ``META_ROWS`` rows (last column)."""
+    ``metadata``, that of its first ``META_ROWS`` rows (last column).
+
+    Composed and rendered as text once per translation (kept with it,
+    ``SearchSQL.statements``): composing the parts and rendering them for
+    psycopg took longer than anything else a search does in Python
+    (``benchmarks/README.rst``, "The fixed cost of a kept result")."""
+    key = ("search", metadata)
+    kept = search.statements.get(key)
+    if kept is None:
+        statement, params = _search_statement(search, metadata)
+        kept = search.statements[key] = (sql.SQL(statement.as_string(None)), params)
+    return kept
+
+
+def _search_statement(search: SearchSQL, metadata: bool) -> tuple[sql.Composed, tuple]:
     if not search.windowed and search.python_slice is None:
         statement, params = search.rows_query(FIRST_ROWS, 0, counted=True)
     else:
