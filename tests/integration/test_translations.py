@@ -62,6 +62,33 @@ def test_a_search_asked_again_is_translated_once(site):
     assert (translations.misses, translations.hits) == (2, 1)
 
 
+def test_a_kept_translation_composes_its_statement_once(site, monkeypatch):
+    # Composing a statement and rendering it for psycopg was the largest
+    # part of a search's Python; a kept translation keeps its statement as
+    # text, the same text the connection renders.
+    from plone_pgcatalog.store import search
+    from plone_pgcatalog.store.connection import read_connection
+
+    composed = []
+    compose = search._search_statement
+
+    def counting(plan, metadata):
+        composed.append(metadata)
+        return compose(plan, metadata)
+
+    monkeypatch.setattr(search, "_search_statement", counting)
+    for _ in range(3):
+        assert _ids({"portal_type": "Document"}) == ["d0", "d1", "d2"]
+        transaction.commit()  # a new request
+    assert composed == [True]
+    (plan,) = translations._kept.values()
+    statement, params = search.search_statement(plan)
+    catalog = api.portal.get_tool("portal_catalog")
+    fresh, fresh_params = compose(plan, True)
+    assert statement.as_string(None) == fresh.as_string(read_connection(catalog))
+    assert params == fresh_params
+
+
 def test_anonymous_searches_of_one_minute_share_a_translation(site):
     def at(moment: str):
         return _key({"portal_type": "Document", "effectiveRange": DateTime(moment)})
