@@ -116,7 +116,7 @@ def search_statement(search: SearchSQL, metadata: bool = True) -> tuple[sql.SQL,
 
     Composed and rendered as text once per translation (kept with it,
     ``SearchSQL.statements``): composing the parts and rendering them for
-    psycopg took longer than anything else a search does in Python
+    psycopg cost a search about as much as finding its kept translation
     (``benchmarks/README.rst``, "The fixed cost of a kept result")."""
     key = ("search", metadata)
     kept = search.statements.get(key)
