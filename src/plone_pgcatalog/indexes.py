@@ -1149,6 +1149,11 @@ class IndexMapping(Implicit):
         parent = aq_parent(aq_inner(self))
         return parent if parent is not None else self._owner
 
+    def index_type(self, name: str) -> str:
+        """The ``meta_type`` of index ``name`` (KeyError if there is none),
+        without a view or a wrapper."""
+        return self._definitions[name].meta_type
+
     def definition(self, name: str):
         """The definition of index ``name``, wrapped like ``getIndex``'s."""
         return self._definitions[name].__of__(self._catalog())

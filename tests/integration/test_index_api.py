@@ -711,3 +711,29 @@ def test_unique_values_are_shared_by_the_readers_of_one_state_never_stale(
     assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta", "gamma")
     transaction.abort()
     assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta")
+
+
+def test_kept_unique_values_follow_this_transactions_index_definitions(pg_layer):
+    """``uniqueValuesFor``'s kept answer is keyed by the index's name and
+    type as this transaction has them: an index removed, or replaced by one
+    of another type, and not yet committed, is not answered from it."""
+    from Products.PluginIndexes.BooleanIndex.BooleanIndex import BooleanIndex
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+    api.content.create(
+        container=portal, type="Document", id="a", subject=["alpha", "beta"]
+    )
+    transaction.commit()
+    assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta")
+    catalog.delIndex("Subject")
+    with pytest.raises(KeyError):
+        catalog.uniqueValuesFor("Subject")
+    # A BooleanIndex of the same name: both truth values.
+    catalog.addIndex("Subject", BooleanIndex("Subject"))
+    as_boolean = catalog.uniqueValuesFor("Subject")
+    assert sorted(as_boolean) == [False, True]
+    assert as_boolean == tuple(catalog._catalog.getIndex("Subject").uniqueValues())
+    transaction.abort()
+    assert catalog.uniqueValuesFor("Subject") == ("alpha", "beta")
