@@ -109,15 +109,22 @@ def test_sort_and_batch():
     )
     text, params = _sql(plan)
     assert "DESC" in text and "LIMIT %s" in text and "OFFSET %s" in text
-    assert "count(*) OVER ()" in text
+    assert "(SELECT count(*) FROM pgcatalog_objects WHERE " in text
     assert params[-2:] == (5, 10)
 
 
-def test_a_window_counts_its_matches_in_the_same_pass():
-    """Counted apart, every condition ran twice on every match."""
-    text, _ = _sql(build_query({"portal_type": "a", "b_size": 5}, _indexes(), "/plone"))
-    assert "count(*) OVER ()" in text
-    assert text.count(" FROM pgcatalog_objects WHERE ") == 1
+def test_a_window_is_counted_apart_and_cut_by_its_limit():
+    """The count is an uncorrelated subquery (run once) of the same
+    conditions; the window's own rows stop at its ``LIMIT`` (no window
+    function keeping every match for the count)."""
+    plan = build_query({"portal_type": "a", "b_size": 5}, _indexes(), "/plone")
+    text, params = _sql(plan)
+    where = plan.where.as_string(None)
+    assert text == (
+        f"SELECT zoid, path, (SELECT count(*) FROM pgcatalog_objects WHERE {where})"
+        f" FROM pgcatalog_objects WHERE {where} ORDER BY zoid LIMIT %s"
+    )
+    assert params == (*plan.params, *plan.params, 5)
 
 
 def test_b_start_without_a_window_size_is_ignored():
