@@ -270,7 +270,32 @@ def _short_texts_in_row(conn, indexes) -> None:
     logger.info("plone_pgcatalog 8: rows written again: %d", written)
 
 
+def to_10(setup_tool) -> None:
+    """9 → 10 (database schema 8 → 9): the covering indexes of
+    ``portal_type`` and ``review_state`` (``columns.cover``), which include
+    the terms every Plone search carries (the site's path, the security
+    terms, the effective range): a search's count of their matches reads
+    the index only (10,000 documents, ``portal_type=Document`` as the
+    Manager: the whole search 12-16 ms → 5-6).
+
+    After this step's commit, in its own connection; each index is built
+    in a transaction of its own, which stops writers (not readers) for
+    its time (about 0.1 s at 10,000 rows, some seconds at 1,000,000).
+    """
+    _after_commit(setup_tool, "covering indexes", _covering, _run_again(9))
+
+
+def _covering(conn, indexes) -> None:
+    if _still_schema_4(conn, 9):
+        return
+    covered = columns.cover(conn, ddl.LOCK_TIMEOUT)
+    _schema_version(conn, 9)
+    logger.info(
+        "plone_pgcatalog 9: covering indexes made: %s", ", ".join(covered) or "none"
+    )
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
-#: schema 8.
-PROFILE_VERSION = 9
+#: schema 8, 10 schema 9.
+PROFILE_VERSION = 10

@@ -357,6 +357,8 @@ def add_column(
         kind,
         filled,
     )
+    if name in COVERED or name in INCLUDED:
+        cover(conn, lock_timeout)
     return True
 
 
@@ -564,4 +566,89 @@ def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) ->
                 sql.Identifier(name)
             )
         )
+    if name in INCLUDED:
+        # PostgreSQL dropped the covering indexes that included it.
+        cover(conn, lock_timeout)
     return True
+
+
+# -- covering indexes: counts without the heap -----------------------------------
+
+#: Typed columns whose values a whole-site listing filters on: besides its
+#: own index, each gets a B-tree that includes ``INCLUDED`` too (``cover``),
+#: so that counting the matches of a search on it reads that index only
+#: (an index-only scan) instead of every match's row.
+COVERED = ("portal_type", "review_state")
+
+#: The terms every Plone search carries: the site's subtree, the user's
+#: security terms and, unless the user may see inactive content, the
+#: effective range (``tool``).  Those that are typed columns ready are
+#: included; ``path`` always.
+INCLUDED = ("path", "allowedRolesAndUsers", "effectiveRange")
+
+
+def covering_index_name(name: str) -> str:
+    """The name of the covering index of typed column ``name``."""
+    return layout.sql_index_name(name, "v")
+
+
+def _index_columns(cur: psycopg.Cursor, index: str) -> list[str] | None:
+    """The columns of SQL index ``index``, keys then included ones, or
+    None if there is no such index."""
+    cur.execute(
+        "SELECT a.attname FROM pg_index AS i"
+        " CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(n, o)"
+        " JOIN pg_attribute AS a ON a.attrelid = i.indrelid AND a.attnum = k.n"
+        " WHERE i.indexrelid = to_regclass(%s) ORDER BY k.o",
+        (index,),
+    )
+    names = [name for (name,) in cur.fetchall()]
+    if names:
+        return names
+    cur.execute("SELECT to_regclass(%s) IS NOT NULL", (index,))
+    return [] if cur.fetchone()[0] else None
+
+
+def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
+    """Make the covering index of each ``COVERED`` typed column that is
+    ready hold that column and the ``INCLUDED`` ones that are: created
+    where missing, made again where the columns ready changed (a column
+    dropped takes PostgreSQL's index with it, one added is not in it).
+    The names of the columns whose covering index changed; each change in
+    a transaction of its own (building the index stops writers, not
+    readers, for its time: about 0.1 s at 10,000 rows).  On the catalog's
+    table (schema 5 on); ``conn`` is in autocommit mode."""
+    with conn.cursor() as cur:
+        ready = {name for name, (_kind, ok) in registered(cur).items() if ok}
+    changed = []
+    for name in COVERED:
+        index = covering_index_name(name)
+        wanted = None
+        if name in ready:
+            wanted = [name] + [c for c in INCLUDED if c == "path" or c in ready]
+        with conn.transaction(), conn.cursor() as cur:
+            _set_lock_timeout(cur, lock_timeout)
+            present = _index_columns(cur, index)
+            if present == wanted:
+                continue
+            if present is not None:
+                cur.execute(
+                    sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(index))
+                )
+            if wanted is not None:
+                cur.execute(
+                    sql.SQL(
+                        "CREATE INDEX {} ON pgcatalog_objects ({}) INCLUDE ({})"
+                    ).format(
+                        sql.Identifier(index),
+                        sql.Identifier(name),
+                        sql.SQL(", ").join(map(sql.Identifier, wanted[1:])),
+                    )
+                )
+        changed.append(name)
+        logger.info(
+            "plone_pgcatalog: covering index of %r: %s",
+            name,
+            ", ".join(wanted) if wanted else "dropped",
+        )
+    return changed

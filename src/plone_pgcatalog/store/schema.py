@@ -82,7 +82,9 @@ import psycopg
 #: ``object_provides`` in it on new sites): rows written again.
 #: 8: ``toast_tuple_target`` 1,024: a short text's ``tsvector`` stays in
 #: the row (``columns.short_texts_in_row`` writes the rows again).
-SCHEMA_VERSION = 8
+#: 9: covering indexes of ``portal_type`` and ``review_state``
+#: (``columns.cover``): counts of their matches read the index only.
+SCHEMA_VERSION = 9
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
@@ -666,7 +668,8 @@ def create_schema(
     transaction, then the SQL indexes of ``indexes`` (catalog index names
     and meta_types), each in its own (an index is built under a lock that
     stops writers, not readers): their typed columns where they have one
-    (``create_index``).  What it ran: "base", index names.
+    (``create_index``), then the covering indexes (``columns.cover``).
+    What it ran: "base", index names, "covering index of <column>".
 
     Looks first, without locks: on a complete schema it runs nothing.
     ``lock_timeout`` bounds each wait for a lock, as in ``drop_schema``;
@@ -700,4 +703,8 @@ def create_schema(
             continue
         if create_index(conn, name, meta_type, lock_timeout) is not None:
             ran.append(name)
+    if table:
+        ran += [
+            f"covering index of {name}" for name in columns.cover(conn, lock_timeout)
+        ]
     return ran
