@@ -133,38 +133,65 @@ class SearchSQL:
     ) -> tuple[sql.Composed, tuple]:
         """``ids_query`` for rows ``offset`` to ``offset + limit`` of the
         whole ordered result; ``counted`` adds the number of all matches."""
-        if counted and self.score is None:
-            # Counted apart, by an uncorrelated subquery that PostgreSQL
-            # runs once (an InitPlan), and the window cut by ``LIMIT``
-            # from the matches in order: walking the primary key (zoid
-            # order) or a sort key's index, the window stops once full
-            # instead of sorting every match, and the count reads only
-            # the columns of its conditions (an index-only scan where one
-            # index holds them all).  At 10,000 documents (EXPLAIN
+        # Counted in the same pass as the window where the window needs
+        # every match anyway: ranked by relevance, or sorted on indexes.
+        total = sql.SQL(", count(*) OVER ()") if counted else sql.SQL("")
+        if counted and self.score is None and not self.sort_keys:
+            # In zoid order: counted apart, by an uncorrelated subquery
+            # that PostgreSQL runs once (an InitPlan), and the window cut
+            # by ``LIMIT`` from the matches in order: walking the primary
+            # key, the window stops once full instead of sorting every
+            # match, and the count reads only the columns of its
+            # conditions (an index-only scan where one index holds them
+            # all: ``columns.cover``).  At 10,000 documents (EXPLAIN
             # ANALYZE, ms): portal_type=Document, 10,000 matches, 20.4 ->
-            # 12.5; published as Anonymous 17.1 -> 11.8; a page sorted on
-            # effective 21.6 -> 13.3; within 15 % either way at 500.
-            # Counted in the same pass (``count(*) OVER ()``, schemas
-            # 1-8), every match was kept for the count and then sorted.
-            # If the planner walks an order for a window whose matches are
-            # rarer than it estimates, the walk reads at most the whole
-            # catalog once more (``tests/integration/test_explain.py``
-            # bounds it on a catalog of more than 10,000 rows).
+            # 12.5; published as Anonymous 17.1 -> 11.8.  If the planner
+            # walks the key for a window whose matches are rarer than it
+            # estimates, the walk reads at most the whole catalog once more
+            # (``tests/integration/test_explain.py`` bounds it on a catalog
+            # of more than 10,000 rows).
             statement = sql.SQL(
                 "SELECT zoid, path, (SELECT count(*) FROM {} WHERE {})"
                 " FROM {} WHERE {} ORDER BY {}"
             ).format(self.source, self.where, self.source, self.where, self.order_by)
             params = [*self.source_params, *self.params] * 2
+        elif self.score is None and counted:
+            # Sorted on indexes: not so.  A sort index walked for the
+            # window reads whole groups of equal keys (dates are minutes:
+            # the 500-document benchmark's "complex" search walked every
+            # row for 20), and the statement planned twice cost 0.9 ms to
+            # plan instead of 0.36; at 500 documents the sorted scenarios
+            # took 1.3-1.4 times as long.  So the sort keys are computed
+            # under the count, in a subquery that is not merged into this
+            # one (OFFSET 0): else the count's window kept each match's
+            # whole ``idx`` to compute them after it, and spilled to disk
+            # (92 ms for 10,000 matches).
+            keys = [
+                sql.SQL("{} AS sort_key_{}").format(expression, sql.SQL(str(number)))
+                for number, (expression, _) in enumerate(self.sort_keys)
+            ]
+            order = [
+                sql.SQL("sort_key_{}{}").format(sql.SQL(str(number)), direction)
+                for number, (_, direction) in enumerate(self.sort_keys)
+            ]
+            statement = sql.SQL(
+                "SELECT zoid, path{} FROM (SELECT zoid, path, {} FROM {} WHERE {}"
+                " OFFSET 0) AS matched ORDER BY {}, zoid"
+            ).format(
+                total,
+                sql.SQL(", ").join(keys),
+                self.source,
+                self.where,
+                sql.SQL(", ").join(order),
+            )
+            params = [*self.source_params, *self.params]
         elif self.score is None:
             statement = sql.SQL(
                 "SELECT zoid, path FROM {} WHERE {} ORDER BY {}"
             ).format(self.source, self.where, self.order_by)
             params = [*self.source_params, *self.params]
         else:
-            # The score is computed once per row, in the inner query; the
-            # best score, like the count, needs every match anyway (ranked
-            # in the same pass).
-            total = sql.SQL(", count(*) OVER ()") if counted else sql.SQL("")
+            # The score is computed once per row, in the inner query.
             statement = sql.SQL(
                 "SELECT zoid, path, score, max(score) OVER (){} FROM"
                 " (SELECT zoid, path, {} AS score FROM {} WHERE {}) AS ranked"

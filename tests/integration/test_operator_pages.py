@@ -160,6 +160,8 @@ def test_database_figures(pg_layer):
     assert overview.database(catalog).upgrades == [
         "7 -> 8: The PostgreSQL catalog's control panel in Site Setup",
         "8 -> 9: Short texts in the catalog's rows (rows written again in batches)",
+        "9 -> 10: Covering indexes of portal_type and review_state"
+        " (index-only counts)",
     ]
 
 

@@ -330,9 +330,10 @@ def test_8_to_9_brings_short_texts_into_rows_schema_7_made(pg_layer):
     with _database(portal) as conn:
         for zoid in zoids:
             assert not _text_out_of_the_row(conn, zoid)
+        # (then the steps after it: the latest schema)
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (8,)
+        ).fetchone() == (schema.SCHEMA_VERSION,)
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'texts_in_row'"
         ).fetchone() == (2**63 - 1,)
