@@ -289,8 +289,20 @@ def add_column(
     (its name, or a column of another kind of that name: another site of
     the database has an index of another type so named), True when the
     column is ready.  Idempotent; a try that stops half-way (a lock not
-    got) goes on where it stopped when run again.
+    got) goes on where it stopped when run again.  Then, for a column
+    that a covering index holds, that index (``cover``): also when the
+    column was ready already, so that a try that did not get the index's
+    lock makes it when run again.
     """
+    made = _add_column(conn, index_name, kind, lock_timeout)
+    if made and index_name in COVERED + INCLUDED:
+        cover(conn, lock_timeout)
+    return made
+
+
+def _add_column(
+    conn: psycopg.Connection, index_name: str, kind: str, lock_timeout: str
+) -> bool:
     name = column_name(index_name)
     if name is None:
         return False
@@ -357,8 +369,6 @@ def add_column(
         kind,
         filled,
     )
-    if name in COVERED or name in INCLUDED:
-        cover(conn, lock_timeout)
     return True
 
 
