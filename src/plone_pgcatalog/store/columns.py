@@ -604,7 +604,7 @@ def covering_index_name(name: str) -> str:
 
 def _index_columns(cur: psycopg.Cursor, index: str) -> list[str] | None:
     """The columns of SQL index ``index``, keys then included ones, or
-    None if there is no such index."""
+    None if there is no such index (every index has a column)."""
     cur.execute(
         "SELECT a.attname FROM pg_index AS i"
         " CROSS JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(n, o)"
@@ -612,11 +612,7 @@ def _index_columns(cur: psycopg.Cursor, index: str) -> list[str] | None:
         " WHERE i.indexrelid = to_regclass(%s) ORDER BY k.o",
         (index,),
     )
-    names = [name for (name,) in cur.fetchall()]
-    if names:
-        return names
-    cur.execute("SELECT to_regclass(%s) IS NOT NULL", (index,))
-    return [] if cur.fetchone()[0] else None
+    return [name for (name,) in cur.fetchall()] or None
 
 
 def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
