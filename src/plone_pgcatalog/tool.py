@@ -139,7 +139,10 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         else:
             index = self._new_index(name, type, extra)
         self._catalog.addIndex(name, index)
-        self._defer_index_ddl(name, index.meta_type)
+        self._queue_at_commit(
+            self._index_creation(name, index.meta_type),
+            undo=self._index_drop(name, index.meta_type),
+        )
 
     def _new_index(self, name: str, meta_type: str, extra):
         # ZCatalog's way: the product registry knows each index class.
@@ -169,7 +172,10 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def delIndex(self, name: str) -> None:
         index = self._catalog.indexes.get(name)
         self._catalog.delIndex(name)  # UnknownIndexError (CatalogError) first
-        self._defer_index_drop(name, index.meta_type)
+        self._queue_at_commit(
+            self._index_drop(name, index.meta_type),
+            undo=self._index_creation(name, index.meta_type),
+        )
 
     @security.protected(manage_zcatalog_indexes)
     def manage_addIndex(
@@ -212,63 +218,73 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def _storage(self):
         return connection._storage_instance(self)._main
 
-    def _defer_index_ddl(self, name: str, meta_type: str) -> None:
-        """Create the typed column or SQL indexes of a catalog index when
-        the next transaction begins (``schema.create_index``)."""
-        self._defer_change(
+    def _index_creation(self, name: str, meta_type: str) -> SchemaChange | None:
+        """The change that creates the typed column or SQL indexes of a
+        catalog index (``schema.create_index``)."""
+        return self._schema_change(
             lambda conn: schema.create_index(conn, name, meta_type, ddl.LOCK_TIMEOUT),
             f"index {name}",
             schema.index_version(name, meta_type),
         )
 
-    def _defer_index_drop(self, name: str, meta_type: str) -> None:
-        """Drop the typed column and SQL indexes of a deleted catalog index
-        when the next transaction begins.
+    def _index_drop(self, name: str, meta_type: str) -> SchemaChange | None:
+        """The change that drops the typed column and SQL indexes of a
+        deleted catalog index.
 
         The values stay in ``idx`` until objects are cataloged again; no
-        query reads them, as no index definition names them.
+        query reads them, as no index definition names them (and a creation
+        that undoes the drop fills the column from them again).
         """
         # The same source as the creation: zodb-pgjsonb remembers the last
         # version per source, so adding the index again creates it again.
-        self._defer_change(
+        return self._schema_change(
             lambda conn: schema.drop_index(conn, name, meta_type, ddl.LOCK_TIMEOUT),
             f"index {name}",
             "drop " + schema.index_version(name, meta_type),
         )
 
     def _defer_ddl(self, statement, label: str) -> None:
-        """Run the statement ``statement`` when the next transaction begins."""
+        """Run the statement ``statement`` when this transaction commits."""
         if statement is not None:
-            self._defer_change(
-                lambda conn: conn.execute(statement), label, statement.as_string()
+            self._queue_at_commit(
+                self._schema_change(
+                    lambda conn: conn.execute(statement),
+                    label,
+                    statement.as_string(),
+                )
             )
 
-    def _defer_change(self, change, label: str, version: str) -> None:
-        """Run ``change(conn)`` on an autocommit connection when the next
-        transaction of this process begins.
-
-        DDL cannot run inside this request's read snapshot; zodb-pgjsonb
-        runs deferred actions at the start of the next transaction, once
-        per version (here a digest of ``version``, the change as text), so
-        a new version of it runs again.
-        """
+    def _schema_change(self, change, label: str, version: str) -> SchemaChange | None:
+        """``change(conn)`` as a ``SchemaChange``: run on an autocommit
+        connection, outside any read snapshot, once per version (here a
+        digest of ``version``, the change as text), so a new version of it
+        runs again.  None for a tool that is not in a database yet."""
         if self._p_jar is None and aq_parent(self) is None:
-            return
+            return None
         storage = self._storage()
         processor.register(storage)
-        SchemaChange(
+        return SchemaChange(
             storage,
             label,
             change,
-            remedy="run the catalog's ensure_sql_indexes() again",
+            remedy="run the catalog's ensure_sql_indexes() again and commit",
             version=hashlib.sha1(version.encode()).hexdigest(),
-        ).queue()
+        )
+
+    def _queue_at_commit(self, change, undo=None) -> None:
+        """Run ``change`` when this transaction commits, never if it aborts
+        (``ddl.queue_at_commit``)."""
+        if change is not None:
+            ddl.queue_at_commit(
+                change, connection._jar(self).transaction_manager.get(), undo
+            )
 
     @security.private
     def ensure_sql_indexes(self) -> None:
-        """Queue the SQL index of every catalog index (idempotent DDL)."""
+        """Create what is missing of the typed column or SQL indexes of
+        every catalog index when this transaction commits (idempotent)."""
         for name, index in self._catalog.indexes.items():
-            self._defer_index_ddl(name, index.meta_type)
+            self._queue_at_commit(self._index_creation(name, index.meta_type))
 
     # -- write path -------------------------------------------------------------
 

@@ -43,7 +43,7 @@ def to_2(setup_tool) -> None:
         return
     for name, index in catalog.getIndexDefinitions().items():
         if index.meta_type == "DateRecurringIndex":
-            catalog._defer_index_drop(name, index.meta_type)
+            catalog._queue_at_commit(catalog._index_drop(name, index.meta_type))
     catalog.ensure_sql_indexes()
     catalog.clearFindAndRebuild()
     logger.info("plone_pgcatalog 2: %d objects cataloged again", len(catalog))

@@ -234,6 +234,94 @@ def test_a_deleted_index_takes_its_column_away(pg_layer):
     assert [b.getId for b in api.content.find(id="after")] == ["after"]
 
 
+def _columns_of(dsn: str) -> set[str]:
+    return {
+        name
+        for (name,) in _query(
+            dsn,
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'pgcatalog_objects'"
+            "::regclass AND attnum > 0 AND NOT attisdropped",
+        )
+    }
+
+
+class _FailingVote:
+    """A resource of the transaction whose vote fails, as a conflict found
+    at the vote makes a commit fail after its start."""
+
+    transaction_manager = transaction.manager
+
+    def sortKey(self):
+        return "~ fails last"
+
+    def abort(self, txn):
+        pass
+
+    tpc_begin = commit = tpc_finish = tpc_abort = abort
+
+    def tpc_vote(self, txn):
+        raise RuntimeError("the vote fails")
+
+
+def test_an_index_change_rolled_back_changes_no_column(pg_layer):
+    portal = _site(pg_layer, count=1)
+    dsn = pg_layer["pgcatalog_dsn"]
+    catalog = portal.portal_catalog
+    catalog.addIndex("pgc_kept", "FieldIndex")
+    _next_transaction(portal)
+    assert _registered(dsn)["pgc_kept"] == ("text", True)
+    try:
+        catalog.delIndex("pgc_kept")
+        catalog.addIndex("pgc_never", "FieldIndex")
+        transaction.abort()
+        _next_transaction(portal)
+        assert _registered(dsn)["pgc_kept"] == ("text", True)
+        assert "pgc_kept" in _columns_of(dsn)
+        assert "pgc_never" not in _registered(dsn)
+        assert "pgc_never" not in _columns_of(dsn)
+        assert schema.sql_index_name("pgc_never") not in _sql_indexes(dsn)
+    finally:
+        transaction.abort()
+        catalog.delIndex("pgc_kept")
+        _next_transaction(portal)
+    assert "pgc_kept" not in _columns_of(dsn)
+
+
+def test_an_index_change_whose_commit_fails_late_is_undone(pg_layer):
+    """The change ran at the commit's start; the vote failed after it."""
+    portal = _site(pg_layer, count=2)
+    dsn = pg_layer["pgcatalog_dsn"]
+    catalog = portal.portal_catalog
+    catalog.addIndex("pgc_back", "FieldIndex")
+    _next_transaction(portal)
+    try:
+        # Deleted, then added again as another type, in one transaction.
+        catalog.delIndex("pgc_back")
+        catalog.addIndex("pgc_back", "KeywordIndex")
+        catalog.addIndex("pgc_gone", "BooleanIndex")
+        transaction.get().join(_FailingVote())
+        with pytest.raises(RuntimeError, match="the vote fails"):
+            transaction.commit()
+        transaction.abort()
+        _next_transaction(portal)
+        assert catalog.getIndexDefinitions()["pgc_back"].meta_type == "FieldIndex"
+        assert "pgc_gone" not in catalog.getIndexDefinitions()
+        # As before the transaction: the FieldIndex's column, made again.
+        assert _registered(dsn)["pgc_back"] == ("text", True)
+        assert "pgc_gone" not in _registered(dsn)
+        assert "pgc_gone" not in _columns_of(dsn)
+        page = portal["page-1"]
+        page.pgc_back = "kept"
+        page.reindexObject()
+        transaction.commit()
+        assert [b.getId for b in api.content.find(pgc_back="kept")] == ["page-1"]
+    finally:
+        transaction.abort()
+        catalog.delIndex("pgc_back")
+        _next_transaction(portal)
+    assert "pgc_back" not in _columns_of(dsn)
+
+
 def test_a_name_taken_by_a_column_of_another_kind_keeps_its_index_on_idx(pg_layer):
     dsn = pg_layer["pgcatalog_dsn"]
     with psycopg.connect(dsn, autocommit=True) as conn:

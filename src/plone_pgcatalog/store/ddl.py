@@ -194,6 +194,45 @@ class SchemaChange:
         timer.start()
 
 
+def queue_at_commit(
+    change: SchemaChange, transaction, undo: SchemaChange | None = None
+) -> None:
+    """Queue ``change`` when ``transaction`` commits, and not before.
+
+    A schema change follows the index definitions its transaction writes
+    to the ZODB, so a transaction that aborts (``transaction.abort()``, an
+    error in the request, a failed import) must change no column.  Queued
+    by a before-commit hook, it still runs in the commit, at its start
+    (zodb-pgjsonb runs deferred actions in ``tpc_begin``), before the
+    processor writes the rows.  A commit that fails after that (a conflict
+    found at the vote) has run it already: ``undo`` is queued then, the
+    undos of a transaction in the reverse order of their changes (an index
+    deleted and added again with another type comes back as it was).  As
+    the newest change of its label, an undo also stops a later try of its
+    change.
+    """
+    transaction.addBeforeCommitHook(change.queue)
+    if undo is None:
+        return
+    try:
+        undos = transaction.data(_UNDOS)
+    except KeyError:
+        undos = []
+        transaction.set_data(_UNDOS, undos)
+
+        def after_commit(committed: bool) -> None:
+            if not committed:
+                for queued in reversed(undos):
+                    queued.queue()
+
+        transaction.addAfterCommitHook(after_commit)
+    undos.append(undo)
+
+
+#: The key of a transaction's list of undos (``queue_at_commit``).
+_UNDOS = object()
+
+
 def lock_holders(conn: psycopg.Connection) -> str:
     """The sessions holding locks on the catalog's tables, as the end of a
     log message ('' when none is left)."""

@@ -431,7 +431,7 @@ NAME_PREFIX = "pgcatalog_"
 STATE_TABLE = "pgcatalog_state"
 
 #: zodb-pgjsonb remembers in this table the version of each deferred DDL
-#: it applied, by source; ``PGCatalogTool._defer_change`` names its sources
+#: it applied, by source; ``PGCatalogTool._schema_change`` names its sources
 #: ``plone_pgcatalog <label>``.  A schema taken away forgets them, or the
 #: SQL index of a catalog index installed again would never be created.
 #: The processor's record (``CatalogStateProcessor``: ``BASE_DDL``, queued
