@@ -142,6 +142,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         self._queue_at_commit(
             self._index_creation(name, index.meta_type),
             undo=self._index_drop(name, index.meta_type),
+            wanted=lambda: self._has_index(name, index.meta_type),
         )
 
     def _new_index(self, name: str, meta_type: str, extra):
@@ -175,6 +176,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         self._queue_at_commit(
             self._index_drop(name, index.meta_type),
             undo=self._index_creation(name, index.meta_type),
+            wanted=lambda: not self._has_index(name, index.meta_type),
         )
 
     @security.protected(manage_zcatalog_indexes)
@@ -271,13 +273,21 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
             version=hashlib.sha1(version.encode()).hexdigest(),
         )
 
-    def _queue_at_commit(self, change, undo=None) -> None:
+    def _queue_at_commit(self, change, undo=None, wanted=None) -> None:
         """Run ``change`` when this transaction commits, never if it aborts
         (``ddl.queue_at_commit``)."""
         if change is not None:
             ddl.queue_at_commit(
-                change, connection._jar(self).transaction_manager.get(), undo
+                change, connection._jar(self).transaction_manager.get(), undo, wanted
             )
+
+    def _has_index(self, name: str, meta_type: str) -> bool:
+        """Whether the definitions, as this transaction has them, hold an
+        index ``name`` of type ``meta_type``."""
+        try:
+            return self._catalog.indexes.index_type(name) == meta_type
+        except KeyError:
+            return False
 
     @security.private
     def ensure_sql_indexes(self) -> None:

@@ -287,6 +287,44 @@ def test_an_index_change_rolled_back_changes_no_column(pg_layer):
     assert "pgc_kept" not in _columns_of(dsn)
 
 
+def _attnum(dsn: str, name: str) -> int:
+    [[number]] = _query(
+        dsn,
+        "SELECT attnum FROM pg_attribute WHERE attrelid = 'pgcatalog_objects'"
+        "::regclass AND attname = %s AND NOT attisdropped",
+        (name,),
+    )
+    return number
+
+
+def test_an_index_change_undone_within_its_transaction_changes_no_column(pg_layer):
+    portal = _site(pg_layer, count=1)
+    dsn = pg_layer["pgcatalog_dsn"]
+    catalog = portal.portal_catalog
+    catalog.addIndex("pgc_same", "FieldIndex")
+    _next_transaction(portal)
+    made = _attnum(dsn, "pgc_same")
+    try:
+        # Added in a savepoint rolled back.
+        savepoint = transaction.savepoint()
+        catalog.addIndex("pgc_rolled", "FieldIndex")
+        savepoint.rollback()
+        # Deleted and added again as it was: the column stays (a drop and
+        # a new column would have another number).
+        catalog.delIndex("pgc_same")
+        catalog.addIndex("pgc_same", "FieldIndex")
+        _next_transaction(portal)
+        assert "pgc_rolled" not in catalog.getIndexDefinitions()
+        assert "pgc_rolled" not in _columns_of(dsn)
+        assert _attnum(dsn, "pgc_same") == made
+        assert _registered(dsn)["pgc_same"] == ("text", True)
+    finally:
+        transaction.abort()
+        catalog.delIndex("pgc_same")
+        _next_transaction(portal)
+    assert "pgc_same" not in _columns_of(dsn)
+
+
 def test_an_index_change_whose_commit_fails_late_is_undone(pg_layer):
     """The change ran at the commit's start; the vote failed after it."""
     portal = _site(pg_layer, count=2)

@@ -195,7 +195,10 @@ class SchemaChange:
 
 
 def queue_at_commit(
-    change: SchemaChange, transaction, undo: SchemaChange | None = None
+    change: SchemaChange,
+    transaction,
+    undo: SchemaChange | None = None,
+    wanted: Callable[[], bool] | None = None,
 ) -> None:
     """Queue ``change`` when ``transaction`` commits, and not before.
 
@@ -204,33 +207,47 @@ def queue_at_commit(
     error in the request, a failed import) must change no column.  Queued
     by a before-commit hook, it still runs in the commit, at its start
     (zodb-pgjsonb runs deferred actions in ``tpc_begin``), before the
-    processor writes the rows.  A commit that fails after that (a conflict
-    found at the vote) has run it already: ``undo`` is queued then, the
-    undos of a transaction in the reverse order of their changes (an index
-    deleted and added again with another type comes back as it was).  As
-    the newest change of its label, an undo also stops a later try of its
-    change.
+    processor writes the rows.  ``wanted()``, asked then, tells whether the
+    definitions still call for it (an index added in a savepoint rolled
+    back, or deleted and added again as it was, needs nothing).
+
+    A commit that fails after its start (a conflict found at the vote) has
+    run it already: ``undo`` is queued then, the undos of a transaction in
+    the reverse order of their changes (an index deleted and added again
+    with another type comes back as it was).  As the newest change of its
+    label, an undo also stops a later try of its change.
     """
-    transaction.addBeforeCommitHook(change.queue)
-    if undo is None:
-        return
-    try:
-        undos = transaction.data(_UNDOS)
-    except KeyError:
-        undos = []
-        transaction.set_data(_UNDOS, undos)
 
-        def after_commit(committed: bool) -> None:
-            if not committed:
-                for queued in reversed(undos):
-                    queued.queue()
+    def before_commit() -> None:
+        if wanted is not None and not wanted():
+            return
+        change.queue()
+        if undo is not None:
+            _undos(transaction).append(undo)
 
-        transaction.addAfterCommitHook(after_commit)
-    undos.append(undo)
+    transaction.addBeforeCommitHook(before_commit)
 
 
 #: The key of a transaction's list of undos (``queue_at_commit``).
 _UNDOS = object()
+
+
+def _undos(transaction) -> list[SchemaChange]:
+    """The undos of ``transaction``'s changes, queued if its commit fails."""
+    try:
+        return transaction.data(_UNDOS)
+    except KeyError:
+        pass
+    undos: list[SchemaChange] = []
+    transaction.set_data(_UNDOS, undos)
+
+    def after_commit(committed: bool) -> None:
+        if not committed:
+            for undo in reversed(undos):
+                undo.queue()
+
+    transaction.addAfterCommitHook(after_commit)
+    return undos
 
 
 def lock_holders(conn: psycopg.Connection) -> str:
