@@ -563,6 +563,18 @@ def test_4_to_5_builds_the_table_beside_and_switches_to_it(
             ).fetchone() == (schema.SCHEMA_VERSION,)
         names = _indexes_of(portal, "pgcatalog_objects")
         assert {"pgcatalog_path", "pgcatalog_idx"} <= names
+        # Its keys are named as a new install names them.
+        with _database(portal) as conn:
+            keys = conn.execute(
+                "SELECT conname, contype FROM pg_constraint"
+                " WHERE conrelid = 'pgcatalog_objects'::regclass"
+                " AND contype IN ('p', 'f')"
+            ).fetchall()
+        assert sorted(keys) == [
+            ("pgcatalog_objects_pkey", "p"),
+            ("pgcatalog_objects_zoid_fkey", "f"),
+        ]
+        assert "pgcatalog_objects_pkey" in names
         # The index added on schema 4 has its typed column now.
         assert probe not in names
         assert schema.sql_index_name("probe_field", "c") in names

@@ -268,6 +268,21 @@ def switch(conn: psycopg.Connection, indexes, lock_timeout: str) -> None:
                 sql.Identifier(_BUILD), sql.Identifier(schema.TABLE)
             )
         )
+        # Its primary and foreign keys by the names a new install gives
+        # them (the primary key's index is renamed with its constraint).
+        built_constraints = cur.execute(
+            "SELECT conname FROM pg_constraint WHERE conrelid = to_regclass(%s)"
+            " AND starts_with(conname, %s)",
+            (schema.TABLE, _BUILD + "_"),
+        ).fetchall()
+        for (built,) in built_constraints:
+            cur.execute(
+                sql.SQL("ALTER TABLE {} RENAME CONSTRAINT {} TO {}").format(
+                    sql.Identifier(schema.TABLE),
+                    sql.Identifier(built),
+                    sql.Identifier(schema.TABLE + built[len(_BUILD) :]),
+                )
+            )
         present = dict(
             cur.execute(
                 "SELECT c.relname, 'INDEX' FROM pg_index AS i JOIN pg_class AS c"
