@@ -89,6 +89,11 @@ def searches(monkeypatch) -> list[Searched]:
     """Every search statement run from now on, whether alone
     (``store.search``) or with the savepoint of its transaction's first
     read (``connection.search_first``)."""
+    return record_searches(monkeypatch)
+
+
+def record_searches(monkeypatch) -> list[Searched]:
+    """``searches``, for a fixture of a wider scope (its own monkeypatch)."""
     from plone_pgcatalog.store import connection
     from plone_pgcatalog.store import search
 

@@ -36,6 +36,19 @@ from psycopg.types.json import Jsonb
 
 import functools
 
+#: From how many rows of the catalog table on a window sorted on indexes
+#: counts its matches apart (``SearchSQL.rows_query``): below, planning the
+#: statement with its conditions twice costs more than the count in the
+#: same pass (measured: see ``benchmarks/README.rst``, "Sorted pages").
+COUNT_APART_ROWS = 5000
+
+
+def is_large(catalog_rows: float) -> bool:
+    """Whether a catalog of ``catalog_rows`` rows is large
+    (``QueryContext.large``)."""
+    return catalog_rows >= COUNT_APART_ROWS
+
+
 _NOT_A_QUERY = frozenset(
     {"sort_on", "sort_order", "sort_limit", "b_start", "b_size", "show_inactive"}
 )
@@ -62,6 +75,9 @@ class QueryContext:
     #: ``{column: kind}`` of the typed columns ready in the database
     #: (``store.columns``): a translator whose index has one may use it
     columns: dict = field(default_factory=dict)
+    #: The catalog has ``COUNT_APART_ROWS`` rows or more: a sorted window
+    #: counts its matches apart (``SearchSQL.rows_query``)
+    large: bool = False
 
 
 def exact_text(value) -> str:
@@ -100,6 +116,12 @@ class SearchSQL:
     #: ``((expression, direction), ...)`` of ``order_by`` before ``zoid``,
     #: when the result is sorted on indexes
     sort_keys: tuple = ()
+    #: A window sorted on indexes counts its matches apart, as one in
+    #: zoid order does (a large catalog: ``QueryContext.large``), where
+    #: the query asks for a window (``b_size``, ``sort_limit``): the
+    #: first rows of a whole result (``store.search.FIRST_ROWS``) are most
+    #: often followed by all the others, whose sort needs every match
+    sorted_count_apart: bool = False
 
     @property
     def windowed(self) -> bool:
@@ -136,7 +158,11 @@ class SearchSQL:
         # Counted in the same pass as the window where the window needs
         # every match anyway: ranked by relevance, or sorted on indexes.
         total = sql.SQL(", count(*) OVER ()") if counted else sql.SQL("")
-        if counted and self.score is None and not self.sort_keys:
+        if (
+            counted
+            and self.score is None
+            and (not self.sort_keys or self.sorted_count_apart and self.windowed)
+        ):
             # In zoid order: counted apart, by an uncorrelated subquery
             # that PostgreSQL runs once (an InitPlan), and the window cut
             # by ``LIMIT`` from the matches in order: walking the primary
@@ -149,20 +175,30 @@ class SearchSQL:
             # walks the key for a window whose matches are rarer than it
             # estimates, the walk reads at most the whole catalog once more
             # (``tests/integration/test_explain.py`` bounds it on a catalog
-            # of more than 10,000 rows).
+            # of more than 10,000 rows).  So also a window the query asks
+            # for, sorted on indexes, in a large catalog: PostgreSQL may
+            # walk the sort key's index and stop once the window is full.
+            # At 10,000 documents, page 2 sorted on ``effective`` (10,990
+            # matches): 16.4 -> 8.8 ms (EXPLAIN ANALYZE), the whole search
+            # 16.2 -> 11.0 (``benchmarks/README.rst``, "Sorted pages").
             statement = sql.SQL(
                 "SELECT zoid, path, (SELECT count(*) FROM {} WHERE {})"
                 " FROM {} WHERE {} ORDER BY {}"
             ).format(self.source, self.where, self.source, self.where, self.order_by)
             params = [*self.source_params, *self.params] * 2
         elif self.score is None and counted:
-            # Sorted on indexes: not so.  A sort index walked for the
-            # window reads whole groups of equal keys (dates are minutes:
-            # the 500-document benchmark's "complex" search walked every
-            # row for 20), and the statement planned twice cost 0.9 ms to
-            # plan instead of 0.36; at 500 documents the sorted scenarios
-            # took 1.3-1.4 times as long.  So the sort keys are computed
-            # under the count, in a subquery that is not merged into this
+            # Sorted on indexes, in a catalog of fewer than
+            # ``COUNT_APART_ROWS`` rows, or the first rows of a whole
+            # result: not so.  A sort index walked for the window reads
+            # whole groups of equal keys (dates are minutes: the
+            # 500-document benchmark's "complex" search walked every row
+            # for 20), and the statement planned twice cost 0.9 ms to plan
+            # instead of 0.36; at 500 documents the sorted scenarios took
+            # 1.3-1.4 times as long.  A whole result's first rows are most
+            # often followed by the others, which need every match sorted:
+            # counted apart, its matches are read twice (a folder's 1,000
+            # items at 10,000 documents: 2.4 -> 3.8 ms).  So the sort keys
+            # are computed under the count, in a subquery that is not merged into this
             # one (OFFSET 0): else the count's window kept each match's
             # whole ``idx`` to compute them after it, and spilled to disk
             # (92 ms for 10,000 matches).
@@ -441,6 +477,7 @@ def build_query(
         source=source,
         source_params=source_params,
         sort_keys=tuple(sort_keys),
+        sorted_count_apart=context.large,
     )
 
 

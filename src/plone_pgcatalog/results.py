@@ -24,6 +24,7 @@ from plone_pgcatalog.fulltext import highlight
 from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.query import is_large
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
@@ -61,13 +62,14 @@ def search_results(
     pending = current_pending()
     overlay = pending.overlay() if pending else Overlay()
     configs = text_configs(query)
+    large = is_large(connection.catalog_rows(catalog))
 
     def translate(columns: dict[str, str]):
         return translations.translate(
             query,
             catalog.getIndexDefinitions(),
             catalog.site_path(),
-            QueryContext(text_configs=configs, columns=columns),
+            QueryContext(text_configs=configs, columns=columns, large=large),
             overlay,
             match_all=match_all,
         )

@@ -282,6 +282,7 @@ class TranslationCache:
             site_path,
             context.text_configs,
             tuple(sorted(context.columns.items())),
+            context.large,
         )
 
 

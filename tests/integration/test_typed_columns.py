@@ -472,6 +472,25 @@ def test_the_page_cost_setting_is_read_from_the_environment(monkeypatch):
     assert connection._random_page_cost() is None
 
 
+def test_the_catalogs_size_comes_with_the_ready_columns(pg_layer):
+    """``columns.READY`` also gives the table's estimated rows, which the
+    shape of a sorted window follows (``query.COUNT_APART_ROWS``)."""
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE pgcatalog_objects")
+        [[estimate]] = conn.execute(
+            "SELECT reltuples FROM pg_class WHERE oid = 'pgcatalog_objects'::regclass"
+        ).fetchall()
+    assert estimate >= 3
+    transaction.begin()
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert connection.catalog_rows(portal) == estimate
+    assert connection.ready_columns(portal) == {
+        name: kind for name, kind, _ in _query(dsn, columns.READY)
+    }
+
+
 def test_a_column_that_waits_for_readers_leaves_the_index_served(pg_layer):
     """Adding a column needs every reader of the table gone (an exclusive
     lock); while one holds it, the expression indexes serve the index and

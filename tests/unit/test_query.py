@@ -5,6 +5,7 @@ from __future__ import annotations
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.query import build_query
+from plone_pgcatalog.query import QueryContext
 from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 from psycopg.types.json import Jsonb
@@ -128,6 +129,32 @@ def test_a_window_is_counted_apart_and_cut_by_its_limit():
         f" FROM pgcatalog_objects WHERE {where} ORDER BY zoid LIMIT %s"
     )
     assert params == (*plan.params, *plan.params, 5)
+
+
+def test_in_a_large_catalog_a_sorted_window_is_counted_apart():
+    """``QueryContext.large``: the count is an uncorrelated subquery, the
+    window's rows ordered on the sort keys, then zoid, and cut by ``LIMIT``
+    (PostgreSQL may walk a sort index and stop early)."""
+    query = {"portal_type": "a", "sort_on": "portal_type", "b_start": 10, "b_size": 5}
+    plan = build_query(query, _indexes(), "/plone", QueryContext(large=True))
+    text, params = _sql(plan)
+    where = plan.where.as_string(None)
+    order_by = plan.order_by.as_string(None)
+    assert order_by.endswith(" ASC, zoid")
+    assert text == (
+        f"SELECT zoid, path, (SELECT count(*) FROM pgcatalog_objects WHERE {where})"
+        f" FROM pgcatalog_objects WHERE {where} ORDER BY {order_by}"
+        " LIMIT %s OFFSET %s"
+    )
+    assert params == (*plan.params, *plan.params, 5, 10)
+    # Not in a small one (``test_sort_and_batch``).
+    assert "count(*) OVER ()" in _sql(build_query(query, _indexes(), "/plone"))[0]
+    # Nor for the first rows of a whole result (the rest needs every match
+    # sorted: counted apart, they would be read twice).
+    del query["b_start"], query["b_size"]
+    whole = build_query(query, _indexes(), "/plone", QueryContext(large=True))
+    text, _ = whole.rows_query(100, 0, counted=True)
+    assert "count(*) OVER ()" in text.as_string(None)
 
 
 def test_b_start_without_a_window_size_is_ignored():

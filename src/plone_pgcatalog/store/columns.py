@@ -161,11 +161,23 @@ TRIGGER = "pgcatalog_typed_columns"
 #: snapshot, after ``LOCK``: the table's lock, taken before, keeps a
 #: column's drop waiting until the request ends.
 LOCK = "LOCK TABLE pgcatalog_objects IN ACCESS SHARE MODE"
+#: Each row also carries the table's estimated number of rows (as the
+#: last VACUUM or ANALYZE counted them; -1 before the first): a search's
+#: statement takes its shape by the size of the catalog (``ready_rows``).
 READY = (
-    "SELECT c.name, c.kind FROM pgcatalog_columns AS c"
+    "SELECT c.name, c.kind, t.reltuples FROM pgcatalog_columns AS c"
     " JOIN pg_attribute AS a ON a.attrelid = 'pgcatalog_objects'::regclass"
-    " AND a.attname = c.name AND NOT a.attisdropped WHERE c.ready"
+    " AND a.attname = c.name AND NOT a.attisdropped"
+    " JOIN pg_class AS t ON t.oid = a.attrelid WHERE c.ready"
 )
+
+
+def ready_rows(found) -> tuple[dict[str, str], float]:
+    """``({column: kind}, estimated rows of the table)`` from the rows of
+    ``READY`` (0 rows when no column is ready)."""
+    return {name: kind for name, kind, _ in found}, max(
+        (rows for _, _, rows in found), default=0.0
+    )
 
 
 def column_name(index_name: str) -> str | None:

@@ -206,12 +206,27 @@ def _savepoint_missing(context, storage, conn) -> bool:
     return getattr(storage, "_pgcatalog_savepoint_of", None) is not current
 
 
-def _mark_savepoint(context, storage, ready: dict[str, str]) -> None:
+def _mark_savepoint(context, storage, found: list[tuple]) -> dict[str, str]:
+    """Record what ``columns.READY`` found (``found``, its rows) for the
+    transaction; the ready columns."""
+    ready, rows = columns.ready_rows(found)
     storage._pgcatalog_columns = ready
     storage._pgcatalog_savepoint_of = _jar(context).transaction_manager.get()
     # What the next transaction's first search translates with
     # (``likely_columns``); shared by the storage's instances.
     storage._main._pgcatalog_columns_seen = ready
+    # The catalog's size, as the last transaction that read it found it.
+    storage._main._pgcatalog_rows_seen = rows
+    return ready
+
+
+def catalog_rows(context) -> float:
+    """The catalog table's estimated rows, as this process last read them
+    (``columns.READY``; 0 before the first read): how large a result may
+    be, for the shape of a search's statement (``query.COUNT_APART_ROWS``).
+    It changes slowly; a search translated with an older figure gets the
+    same rows."""
+    return getattr(_storage_instance(context)._main, "_pgcatalog_rows_seen", 0.0)
 
 
 def first_read(context) -> bool:
@@ -253,7 +268,7 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
             ):
                 _send_prelude(prelude)
                 cursor.execute(statement, params, prepare=False)
-                ready = dict(prelude.fetchall())
+                found = prelude.fetchall()
                 rows = cursor.fetchall()
     except psycopg.Error as error:
         # A lost connection, a cancelled read (not run again: it would run
@@ -266,8 +281,7 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
             raise failure from error
         # ``reading`` sets the savepoint again and reads the columns.
         return {}, None
-    _mark_savepoint(context, storage, ready)
-    return ready, rows
+    return _mark_savepoint(context, storage, found), rows
 
 
 def _random_page_cost() -> str | None:
@@ -411,22 +425,21 @@ def _send_prelude(cursor: psycopg.Cursor) -> None:
     cursor.execute(columns.READY)
 
 
-def _savepoint_and_columns(conn: psycopg.Connection) -> dict[str, str]:
+def _savepoint_and_columns(conn: psycopg.Connection) -> list[tuple]:
     """Set the read savepoint, the planner's page cost for the rest of the
     transaction (before the savepoint: a failed read keeps it), and read the
     typed columns searches may use (``columns.READY``), in one round trip:
-    ``{column: kind}``."""
+    its rows."""
     try:
         with conn.pipeline(), conn.cursor(row_factory=tuple_row) as cursor:
             _send_prelude(cursor)
-            found = cursor.fetchall()
-        return dict(found)
+            return cursor.fetchall()
     except (psycopg.errors.UndefinedTable, psycopg.errors.WrongObjectType):
         # No table yet (the first transaction of a new database), or the
         # registry of columns not yet made (a restart has not applied this
         # version's DDL yet): no typed columns.  The savepoint was set.
         conn.execute(_BACK_TO_SAVEPOINT)
-        return {}
+        return []
 
 
 def ready_columns(context) -> dict[str, str]:
