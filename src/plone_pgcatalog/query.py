@@ -198,10 +198,10 @@ class SearchSQL:
             # often followed by the others, which need every match sorted:
             # counted apart, its matches are read twice (a folder's 1,000
             # items at 10,000 documents: 2.4 -> 3.8 ms).  So the sort keys
-            # are computed under the count, in a subquery that is not merged into this
-            # one (OFFSET 0): else the count's window kept each match's
-            # whole ``idx`` to compute them after it, and spilled to disk
-            # (92 ms for 10,000 matches).
+            # are computed under the count, in a subquery that is not
+            # merged into this one (OFFSET 0): else the count's window kept
+            # each match's whole ``idx`` to compute them after it, and
+            # spilled to disk (92 ms for 10,000 matches).
             keys = [
                 sql.SQL("{} AS sort_key_{}").format(expression, sql.SQL(str(number)))
                 for number, (expression, _) in enumerate(self.sort_keys)

@@ -208,6 +208,17 @@ def test_an_added_index_gets_its_column_filled_from_idx_in_batches(
     assert sorted(brain.getId for brain in found) == ["page-1", "page-3", "page-4"]
 
 
+def _columns_of(dsn: str) -> set[str]:
+    return {
+        name
+        for (name,) in _query(
+            dsn,
+            "SELECT attname FROM pg_attribute WHERE attrelid = 'pgcatalog_objects'"
+            "::regclass AND attnum > 0 AND NOT attisdropped",
+        )
+    }
+
+
 def test_a_deleted_index_takes_its_column_away(pg_layer):
     portal = _site(pg_layer, count=1)
     dsn = pg_layer["pgcatalog_dsn"]
@@ -218,31 +229,12 @@ def test_a_deleted_index_takes_its_column_away(pg_layer):
     catalog.delIndex("pgc_flag")
     _next_transaction(portal)
     assert "pgc_flag" not in _registered(dsn)
-    names = {
-        name
-        for (name,) in _query(
-            dsn,
-            "SELECT attname FROM pg_attribute WHERE attrelid = 'pgcatalog_objects'"
-            "::regclass AND attnum > 0 AND NOT attisdropped",
-        )
-    }
-    assert "pgc_flag" not in names
+    assert "pgc_flag" not in _columns_of(dsn)
     assert columns.sql_index_name("pgc_flag") not in _sql_indexes(dsn)
     # The trigger no longer sets it: writes go on.
     api.content.create(container=portal, type="Document", id="after")
     transaction.commit()
     assert [b.getId for b in api.content.find(id="after")] == ["after"]
-
-
-def _columns_of(dsn: str) -> set[str]:
-    return {
-        name
-        for (name,) in _query(
-            dsn,
-            "SELECT attname FROM pg_attribute WHERE attrelid = 'pgcatalog_objects'"
-            "::regclass AND attnum > 0 AND NOT attisdropped",
-        )
-    }
 
 
 class _FailingVote:
