@@ -24,7 +24,8 @@ What it does, on loopback only:
    plone.restapi: create, edit, publish, rename (``@move`` into another
    folder: cut and paste), delete, sharing (a local role for the member).
    A write counts as acknowledged when its response is 2xx (for ``@move``:
-   one that lists the move, ``acknowledged``); what it did is then
+   one that lists the move; or the 500 in which ``plone_pgcatalog.wsgi``
+   says its changes were saved: ``acknowledged``); what it did is then
    recorded as the item's expected state.  A write that failed on its
    connection to PostgreSQL (or got no answer) is *in doubt*: lost while
    its ``COMMIT`` was on the way, it may have been committed (``in_doubt``);
@@ -274,6 +275,8 @@ class Record:
     traceback: bool = False
     #: what it asked for (empty where it raised before an answer)
     path: str = ""
+    #: the item a write was about (``Item.id``; empty for a read)
+    item: str = ""
 
 
 @dataclass
@@ -355,8 +358,16 @@ def acknowledged(answer) -> bool:
     """Whether a write's answer says it was done: 2xx, and for ``@move`` a
     move listed.  plone.restapi's ``@move`` answers 200 with an empty list
     where it found no source to move: its ``restrictedTraverse(path,
-    None)`` hides why, a lost connection included."""
-    return answer is not None and 200 <= answer[0] < 300 and answer[1] != []
+    None)`` hides why, a lost connection included.  Also the 500 of
+    ``plone_pgcatalog.wsgi`` for a transaction that committed before the
+    database stopped answering (``"changes": "saved"``): the check then
+    holds the filter to its word."""
+    if answer is None:
+        return False
+    status, body = answer
+    if status == 500 and isinstance(body, dict):
+        return body.get("changes") == "saved"
+    return 200 <= status < 300 and body != []
 
 
 def in_doubt(answer) -> bool:
@@ -365,9 +376,11 @@ def in_doubt(answer) -> bool:
     zodb-pgjsonb's ``COMMIT`` was on its way, the transaction may have
     been committed on the server though the instance saw an error (as with
     any database client); the object and its catalog row then both are
-    there (one PostgreSQL transaction), which ``verify`` checks.  A write
-    answered 503 (``plone_pgcatalog.wsgi``: no connection, a pool timeout
-    or PostgreSQL unreachable) sent nothing: no doubt."""
+    there (one PostgreSQL transaction), which ``verify`` checks.
+    ``plone_pgcatalog.wsgi`` says so where the error escaped Zope after
+    the commit began (500, ``"changes": "unknown"``).  A write it answered
+    503 (no connection, a pool timeout or PostgreSQL unreachable, before
+    the commit) changed nothing: no doubt."""
     status, body = answer
     if status == 503:
         return False  # plone_pgcatalog.wsgi: before any connection
@@ -376,8 +389,9 @@ def in_doubt(answer) -> bool:
 
 def _write(load: Load, rng: random.Random, kind: str, port: int):
     """Run one write; on a 2xx answer, record what it did (on an answer
-    ``in_doubt``, what it may have done).  Returns the answer and the path
-    it was sent to, or None when there was nothing to write on."""
+    ``in_doubt``, what it may have done).  Returns the answer, the path it
+    was sent to and the item's id, or None when there was nothing to write
+    on."""
     admin = load.admin
     if kind == "create":
         item = Item(load.new_id(), AREA, f"Soak page {rng.randrange(10**6)}")
@@ -404,7 +418,7 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
                     del load.items[item.id]
                     if answer is None or in_doubt(answer):
                         load.unknown.add(item.id)
-        return answer, path
+        return answer, path, item.id
     item = load.pick(rng)
     if item is None:
         return None
@@ -416,7 +430,7 @@ def _write(load: Load, rng: random.Random, kind: str, port: int):
         finally:
             with load.lock:
                 record(item, changes, answer)
-        return answer, path
+        return answer, path, item.id
     finally:
         load.release(item)
 
@@ -464,6 +478,7 @@ def _client(load: Load, number: int) -> None:
         kind = rng.choices(kinds, weights)[0]
         port = load.ports[(number + len(load.records)) % len(load.ports)]
         started = time.monotonic()
+        item = ""
         try:
             if kind in READS:
                 answer, path = _read(load, rng, kind, port)
@@ -471,7 +486,7 @@ def _client(load: Load, number: int) -> None:
                 sent = _write(load, rng, kind, port)
                 if sent is None:
                     continue
-                answer, path = sent
+                answer, path, item = sent
             status, body = answer
             error = None if acknowledged(answer) else _error_of(body)
             record = Record(
@@ -484,6 +499,7 @@ def _client(load: Load, number: int) -> None:
                 _names_sql(body) if error is not None else None,
                 error is not None and _has_traceback(body),
                 path,
+                item,
             )
         except Exception as exc:  # a refused connection, a timeout
             record = Record(
@@ -587,7 +603,10 @@ def item_problem(item: Item, rows_of: list[tuple]) -> str | None:
     allowed): None when they hold its last acknowledged state, or one
     that a write in doubt may have made."""
     wrong = [_wrong(version, rows_of) for version in item.versions()]
-    return None if None in wrong else wrong[0]
+    if None in wrong:
+        return None
+    # Each state it may rightly be in, and what differs from it.
+    return "; or, the write in doubt done: ".join(wrong)
 
 
 def _wrong(item: Item, rows_of: list[tuple]) -> str | None:
@@ -919,6 +938,17 @@ def _failure(record: Record, begun: float, times: dict) -> dict:
     }
 
 
+def _writes_of(problems: list[str], records: list[Record], begun, times) -> dict:
+    """The writes of each item named in PROBLEMS (``check_items``), in the
+    order they were sent, each as ``_failure`` shows a request."""
+    named = set(re.findall(r"\bsoak-\d+\b", " ".join(problems)))
+    writes = collections.defaultdict(list)
+    for record in sorted(records, key=lambda r: r.started):
+        if record.item in named:
+            writes[record.item].append(_failure(record, begun, times))
+    return dict(writes)
+
+
 def _pool_timeout(record: Record, args) -> bool:
     """Whether ``record`` failed waiting for a pooled connection: with a
     pool limit set, after the pool's timeout, as restapi names it
@@ -1164,6 +1194,8 @@ def run(args) -> dict:
         "failed_by_kind": dict(failed),
         "latency": {kind: _percentiles(s) for kind, s in by_kind.items()},
         "item_problems": problems,
+        # every write sent to an item with a problem: what its answers were
+        "problem_writes": _writes_of(problems, load.records, begun, times),
         "verify": verify,
         "connections_after": left,
         "conflict_retries": retries,

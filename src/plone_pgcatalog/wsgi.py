@@ -12,6 +12,17 @@ naming the error's type but never its text (host names, ports, SQL), and
 logs the whole error once.  An error after the application has begun its
 answer, or of any other kind, passes unchanged.
 
+A 503 says that nothing was done, so that sending the request again is
+safe.  Such an error can also escape after the request's transaction
+wrote: ZODB begins the next read snapshot right after the ``COMMIT``
+(``Connection.afterCompletion``), and when PostgreSQL stops just then,
+that poll fails, the publisher's error handling fails the same way and
+the error leaves Zope.  What the transaction did is then in the request's
+``OUTCOME`` record (``plone_pgcatalog.publication`` fills it from the
+publisher's events): a transaction that had changes and committed is
+answered "500: your changes were saved", one whose commit failed midway
+"500: they may or may not have been saved", neither with ``Retry-After``.
+
 Its use in an instance's PasteDeploy pipeline, just before ``zope``:
 README, "Reliability" (``make run``'s instance has it,
 ``demo.instance.zope_ini_text``).
@@ -38,10 +49,34 @@ RETRY_AFTER = 5
 #: The errors that mean "no database connection for this request".
 UNAVAILABLE = (PoolTimeout, psycopg.OperationalError)
 
+#: The environ key of the request's record of what its transaction did: a
+#: dict this filter puts there, which ``plone_pgcatalog.publication`` fills
+#: (Zope's request copies the environ, not its values).
+OUTCOME = "plone_pgcatalog.outcome"
+
+#: ``OUTCOME["commit"]``: the transaction had changes and committed them.
+SAVED = "saved"
+#: ``OUTCOME["commit"]``: the transaction had changes; its commit failed
+#: after it began, perhaps while PostgreSQL was committing them.
+UNKNOWN = "unknown"
+
 _MESSAGE = (
     "The site's database did not answer ({kind}): too many requests at once,"
     " or the database is restarting. Try again in a few seconds."
 )
+
+_AFTER_COMMIT = {
+    SAVED: (
+        "The changes of this request were saved, but the site's database"
+        " stopped answering ({kind}) before the answer was ready."
+        " Do not send the request again: reload the page to see them."
+    ),
+    UNKNOWN: (
+        "The site's database stopped answering ({kind}) while the changes of"
+        " this request were being saved: they may or may not have been saved."
+        " Check before sending the request again."
+    ),
+}
 
 
 class DatabaseUnavailable:
@@ -65,49 +100,82 @@ class DatabaseUnavailable:
             started.append(status)
             return start_response(status, headers, exc_info)
 
+        outcome = environ[OUTCOME] = {}
         try:
             return self.app(environ, tracked)
         except UNAVAILABLE as error:
             if started:
                 raise
+            kind = type(error).__name__
+            method = environ.get("REQUEST_METHOD", "GET")
+            path = environ.get("PATH_INFO", "/")
+            commit = outcome.get("commit")
+            if commit in _AFTER_COMMIT:
+                logger.error(
+                    "500 for %s %s: the database stopped answering after its"
+                    " commit began (changes %s): %s: %s",
+                    method,
+                    path,
+                    commit,
+                    kind,
+                    str(error).strip(),
+                )
+                message = _AFTER_COMMIT[commit].format(kind=kind)
+                return _answer(
+                    environ,
+                    start_response,
+                    "500 Internal Server Error",
+                    {"type": kind, "message": message, "changes": commit},
+                    [],
+                )
             logger.warning(
                 "503 for %s %s: no database connection: %s: %s",
-                environ.get("REQUEST_METHOD", "GET"),
-                environ.get("PATH_INFO", "/"),
-                type(error).__name__,
+                method,
+                path,
+                kind,
                 str(error).strip(),
             )
-            return self._unavailable(environ, start_response, type(error).__name__)
+            return _answer(
+                environ,
+                start_response,
+                "503 Service Unavailable",
+                {"type": kind, "message": _MESSAGE.format(kind=kind)},
+                [("Retry-After", str(self.retry_after))],
+            )
 
-    def _unavailable(
-        self, environ: dict, start_response: Callable, kind: str
-    ) -> list[bytes]:
-        message = _MESSAGE.format(kind=kind)
-        accept = environ.get("HTTP_ACCEPT", "")
-        if "application/json" in accept or "++api++" in environ.get("PATH_INFO", ""):
-            # plone.restapi's shape of an error.
-            body = json.dumps({"type": kind, "message": message}).encode()
-            content_type = "application/json"
-        elif "text/html" in accept:
-            body = (
-                "<!DOCTYPE html><html><head><title>Service Unavailable</title>"
-                "</head><body><h1>Service Unavailable</h1>"
-                f"<p>{html.escape(message)}</p></body></html>"
-            ).encode()
-            content_type = "text/html; charset=utf-8"
-        else:
-            body = f"Service Unavailable: {message}\n".encode()
-            content_type = "text/plain; charset=utf-8"
-        start_response(
-            "503 Service Unavailable",
-            [
-                ("Content-Type", content_type),
-                ("Content-Length", str(len(body))),
-                ("Retry-After", str(self.retry_after)),
-                ("Cache-Control", "no-store"),
-            ],
-        )
-        return [body]
+
+def _answer(
+    environ: dict, start_response: Callable, status: str, error: dict, headers: list
+) -> list[bytes]:
+    """Answer ``error`` (its ``type`` and ``message``, and for JSON any other
+    keys) as JSON, HTML or text, whichever the request accepts."""
+    message = error["message"]
+    title = status.split(" ", 1)[1]
+    accept = environ.get("HTTP_ACCEPT", "")
+    if "application/json" in accept or "++api++" in environ.get("PATH_INFO", ""):
+        # plone.restapi's shape of an error.
+        body = json.dumps(error).encode()
+        content_type = "application/json"
+    elif "text/html" in accept:
+        body = (
+            f"<!DOCTYPE html><html><head><title>{title}</title>"
+            f"</head><body><h1>{title}</h1>"
+            f"<p>{html.escape(message)}</p></body></html>"
+        ).encode()
+        content_type = "text/html; charset=utf-8"
+    else:
+        body = f"{title}: {message}\n".encode()
+        content_type = "text/plain; charset=utf-8"
+    start_response(
+        status,
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            *headers,
+            ("Cache-Control", "no-store"),
+        ],
+    )
+    return [body]
 
 
 def filter_app_factory(app: Callable, global_conf: dict, **local_conf) -> Callable:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from plone_pgcatalog.wsgi import DatabaseUnavailable
 from plone_pgcatalog.wsgi import filter_app_factory
+from plone_pgcatalog.wsgi import OUTCOME
+from plone_pgcatalog.wsgi import SAVED
+from plone_pgcatalog.wsgi import UNKNOWN
 from psycopg_pool import PoolTimeout
 
 import json
@@ -110,3 +113,55 @@ def test_the_paste_factory_reads_retry_after():
         filter_app_factory(_failing(PoolTimeout("no")), {}, retry_after="-1")
     with pytest.raises(ValueError, match="retry_after: 'soon' is not a number"):
         filter_app_factory(_failing(PoolTimeout("no")), {}, retry_after="soon")
+
+
+def _failing_after(commit, error):
+    """An application whose transaction's commit got as far as ``commit``
+    (``plone_pgcatalog.publication`` notes it), then failed with ERROR."""
+
+    def app(environ, start_response):
+        environ[OUTCOME]["commit"] = commit
+        raise error
+
+    return app
+
+
+def test_an_error_after_a_commit_is_a_500_saying_the_changes_were_saved(caplog):
+    app = DatabaseUnavailable(_failing_after(SAVED, PoolTimeout("after 3.00 sec")))
+    with caplog.at_level(logging.WARNING, "plone_pgcatalog.wsgi"):
+        status, headers, body = _call(
+            app, REQUEST_METHOD="PATCH", HTTP_ACCEPT="application/json"
+        )
+    assert status == "500 Internal Server Error"
+    assert "Retry-After" not in headers  # sending it again is not safe
+    answer = json.loads(body)
+    assert answer["type"] == "PoolTimeout"
+    assert answer["changes"] == "saved"
+    assert answer["message"].startswith("The changes of this request were saved")
+    assert "Do not send the request again" in answer["message"]
+    [logged] = caplog.records
+    assert logged.levelname == "ERROR"
+    assert logged.getMessage().startswith(
+        "500 for PATCH /plone: the database stopped answering after its commit"
+        " began (changes saved): PoolTimeout"
+    )
+
+
+def test_an_error_during_a_commit_is_a_500_saying_the_outcome_is_unknown():
+    error = psycopg.OperationalError("server closed the connection unexpectedly")
+    app = DatabaseUnavailable(_failing_after(UNKNOWN, error))
+    status, headers, body = _call(app, HTTP_ACCEPT="text/html")
+    assert status == "500 Internal Server Error"
+    assert "Retry-After" not in headers
+    assert b"<h1>Internal Server Error</h1>" in body
+    assert b"may or may not have been saved" in body
+    assert b"closed the connection" not in body
+
+
+def test_each_request_gets_a_record_of_its_own():
+    """A record left by an earlier request (the environ is the server's)
+    does not make a later one a 500."""
+    environ = {OUTCOME: {"commit": SAVED}}
+    app = DatabaseUnavailable(_failing(PoolTimeout("no")))
+    status, _, _ = _call(app, **environ)
+    assert status == "503 Service Unavailable"

@@ -1,0 +1,100 @@
+"""What a request's transaction did, for the WSGI filter
+(``plone_pgcatalog.wsgi``): subscribers of Zope's publication events.
+
+Owns the request's ``wsgi.OUTCOME`` record, which the filter puts in the
+WSGI environ and reads when a database error escapes Zope.  A transaction
+with changes gets a ``CommitWatch`` joined as it is about to commit:
+ordered after the other data managers, it notes when they have all voted
+(from then on the ``COMMIT`` may have run: ``UNKNOWN``) and when the
+storage has finished (``SAVED``).  A commit that fails before, in the
+vote (a write conflict, a lost connection), committed nothing: the record
+says nothing then, nor for a transaction without changes.  Each try of a
+request (Zope runs one again after a write conflict) starts a record of
+its own.
+
+Must not import the catalog's modules: this is about the publisher.
+"""
+
+from __future__ import annotations
+
+from plone_pgcatalog.wsgi import OUTCOME
+from plone_pgcatalog.wsgi import SAVED
+from plone_pgcatalog.wsgi import UNKNOWN
+from transaction.interfaces import IDataManagerSavepoint
+from transaction.interfaces import ISavepointDataManager
+from zope.interface import implementer
+
+import transaction
+
+
+def _record(event) -> dict | None:
+    # Requests the filter does not wrap have no record.
+    return getattr(event.request, "environ", {}).get(OUTCOME)
+
+
+def _has_changes(txn) -> bool:
+    # A transaction joins a data manager for each thing it changes (the
+    # ZODB connection, the catalog's pending rows, CMFCore's indexing
+    # queue); ``transaction`` keeps them in ``_resources`` and offers no
+    # public way to ask.  Where that is gone, assume changes: the record
+    # then never lets the filter call resending safe when it may not be.
+    return bool(getattr(txn, "_resources", True))
+
+
+@implementer(ISavepointDataManager)
+class CommitWatch:
+    """A data manager that changes nothing and notes, in ``record``, how
+    far the commit of the transaction it joined went (see module)."""
+
+    transaction_manager = None
+
+    def __init__(self, record: dict):
+        self.record = record
+
+    def sortKey(self) -> str:
+        # After every other data manager ("~" sorts after the ASCII letters
+        # and digits, the catalog's pending rows' "~plone..." included):
+        # its vote comes last, its finish after the storage's.
+        return "~~plone_pgcatalog.outcome"
+
+    def tpc_vote(self, txn) -> None:
+        self.record["commit"] = UNKNOWN
+
+    def tpc_finish(self, txn) -> None:
+        self.record["commit"] = SAVED
+
+    def tpc_begin(self, txn) -> None:
+        pass
+
+    def commit(self, txn) -> None:
+        pass
+
+    def tpc_abort(self, txn) -> None:
+        pass  # the record keeps how far it went
+
+    def abort(self, txn) -> None:
+        pass
+
+    def savepoint(self) -> IDataManagerSavepoint:
+        return _NothingToRollBack()
+
+
+@implementer(IDataManagerSavepoint)
+class _NothingToRollBack:
+    def rollback(self) -> None:
+        pass
+
+
+def started(event) -> None:
+    """``IPubStart``: a try of the request begins, nothing done yet."""
+    record = _record(event)
+    if record is not None:
+        record.clear()
+
+
+def committing(event) -> None:
+    """``IPubBeforeCommit``: a transaction with changes is watched."""
+    record = _record(event)
+    txn = transaction.get()
+    if record is not None and _has_changes(txn):
+        txn.join(CommitWatch(record))
