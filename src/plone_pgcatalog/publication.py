@@ -2,15 +2,15 @@
 (``plone_pgcatalog.wsgi``): subscribers of Zope's publication events.
 
 Owns the request's ``wsgi.OUTCOME`` record, which the filter puts in the
-WSGI environ and reads when a database error escapes Zope.  A transaction
-with changes gets a ``CommitWatch`` joined as it is about to commit:
-ordered after the other data managers, it notes when they have all voted
-(from then on the ``COMMIT`` may have run: ``UNKNOWN``) and when the
-storage has finished (``SAVED``).  A commit that fails before, in the
-vote (a write conflict, a lost connection), committed nothing: the record
-says nothing then, nor for a transaction without changes.  Each try of a
-request (Zope runs one again after a write conflict) starts a record of
-its own.
+WSGI environ and reads when a database error escapes Zope.  Each request's
+transaction gets a ``CommitWatch`` joined as it is about to commit:
+ordered after the other data managers, it notes, if the transaction has
+changes, when they have all voted (from then on the ``COMMIT`` may have
+run: ``UNKNOWN``) and when the storage has finished (``SAVED``).  A commit
+that fails before, in the vote (a write conflict, a lost connection),
+committed nothing: the record says nothing then, nor for a transaction
+without changes.  Each try of a request (Zope runs one again after a write
+conflict) starts a record of its own.
 
 Must not import the catalog's modules: this is about the publisher.
 """
@@ -32,13 +32,17 @@ def _record(event) -> dict | None:
     return getattr(event.request, "environ", {}).get(OUTCOME)
 
 
-def _has_changes(txn) -> bool:
+def _has_changes(txn, watch) -> bool:
     # A transaction joins a data manager for each thing it changes (the
     # ZODB connection, the catalog's pending rows, CMFCore's indexing
-    # queue); ``transaction`` keeps them in ``_resources`` and offers no
-    # public way to ask.  Where that is gone, assume changes: the record
-    # then never lets the filter call resending safe when it may not be.
-    return bool(getattr(txn, "_resources", True))
+    # queue), also in its before-commit hooks; ``transaction`` keeps them
+    # in ``_resources`` and offers no public way to ask.  Where that is
+    # gone, assume changes: the record then never lets the filter call
+    # resending safe when it may not be.
+    resources = getattr(txn, "_resources", None)
+    if resources is None:
+        return True
+    return any(resource is not watch for resource in resources)
 
 
 @implementer(ISavepointDataManager)
@@ -50,6 +54,7 @@ class CommitWatch:
 
     def __init__(self, record: dict):
         self.record = record
+        self.changes = False
 
     def sortKey(self) -> str:
         # After every other data manager ("~" sorts after the ASCII letters
@@ -58,10 +63,14 @@ class CommitWatch:
         return "~~plone_pgcatalog.outcome"
 
     def tpc_vote(self, txn) -> None:
-        self.record["commit"] = UNKNOWN
+        # Every vote passed: what follows is the storage's COMMIT.
+        self.changes = _has_changes(txn, self)
+        if self.changes:
+            self.record["commit"] = UNKNOWN
 
     def tpc_finish(self, txn) -> None:
-        self.record["commit"] = SAVED
+        if self.changes:
+            self.record["commit"] = SAVED
 
     def tpc_begin(self, txn) -> None:
         pass
@@ -93,8 +102,7 @@ def started(event) -> None:
 
 
 def committing(event) -> None:
-    """``IPubBeforeCommit``: a transaction with changes is watched."""
+    """``IPubBeforeCommit``: the transaction's commit is watched."""
     record = _record(event)
-    txn = transaction.get()
-    if record is not None and _has_changes(txn):
-        txn.join(CommitWatch(record))
+    if record is not None:
+        transaction.get().join(CommitWatch(record))

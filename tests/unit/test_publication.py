@@ -108,6 +108,16 @@ def test_a_transaction_without_changes_is_not_watched(request_record):
     assert record == {}
 
 
+def test_changes_made_by_a_before_commit_hook_are_watched(request_record):
+    record, event = request_record
+    storage = Storage()
+    transaction.get().addBeforeCommitHook(lambda: transaction.get().join(storage))
+    publication.committing(event)
+    transaction.commit()
+    assert storage.committed
+    assert record == {"commit": SAVED}
+
+
 def test_each_try_of_a_request_starts_a_record_of_its_own(request_record):
     record, event = request_record
     _commit(event, Storage())
@@ -132,5 +142,6 @@ def test_the_watch_is_a_savepoint_data_manager(request_record):
     assert verifyObject(ISavepointDataManager, watch)
     transaction.get().join(watch)
     transaction.savepoint().rollback()
+    transaction.get().join(Storage())
     transaction.commit()
     assert record == {"commit": SAVED}
