@@ -24,6 +24,8 @@ from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.store.columns import ready_column
+from plone_pgcatalog.store.columns import SORTED
+from plone_pgcatalog.store.columns import untyped_predicate
 from plone_pgcatalog.store.layout import has_key
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.overlay import Overlay
@@ -122,6 +124,14 @@ class SearchSQL:
     #: first rows of a whole result (``store.search.FIRST_ROWS``) are most
     #: often followed by all the others, whose sort needs every match
     sorted_count_apart: bool = False
+    #: Two conditions, each with ``params``, whose matches together are
+    #: ``where``'s, none in both: its count is the sum of theirs where it
+    #: is counted apart.  Sorted on a ``columns.SORTED`` date column, the
+    #: sort key's presence (a typed value, or one of another type in
+    #: ``idx``) is the one test of ``where`` that needs the row: split in
+    #: two, the first part's count reads the covering index only, the
+    #: second's the partial index of the untyped values (``columns.cover``).
+    count_parts: tuple = ()
 
     @property
     def windowed(self) -> bool:
@@ -181,11 +191,15 @@ class SearchSQL:
             # At 10,000 documents, page 2 sorted on ``effective`` (10,990
             # matches): 16.4 -> 8.8 ms (EXPLAIN ANALYZE), the whole search
             # 16.2 -> 11.0 (``benchmarks/README.rst``, "Sorted pages").
+            parts = self.count_parts or (self.where,)
+            count = sql.SQL(" + ").join(
+                sql.SQL("(SELECT count(*) FROM {} WHERE {})").format(self.source, part)
+                for part in parts
+            )
             statement = sql.SQL(
-                "SELECT zoid, path, (SELECT count(*) FROM {} WHERE {})"
-                " FROM {} WHERE {} ORDER BY {}"
-            ).format(self.source, self.where, self.source, self.where, self.order_by)
-            params = [*self.source_params, *self.params] * 2
+                "SELECT zoid, path, {} FROM {} WHERE {} ORDER BY {}"
+            ).format(count, self.source, self.where, self.order_by)
+            params = [*self.source_params, *self.params] * (len(parts) + 1)
         elif self.score is None and counted:
             # Sorted on indexes, in a catalog of fewer than
             # ``COUNT_APART_ROWS`` rows, or the first rows of a whole
@@ -437,11 +451,23 @@ def build_query(
     if not plan and not match_all:
         clauses.append(sql.SQL("FALSE"))
 
-    sort_keys, sort_clauses = _order_by(query, indexes, context)
+    sort_keys, sort_clauses, split = _order_by(query, indexes, context)
     order_by = sql.SQL(", ").join(
         [expression + direction for expression, direction in sort_keys]
         + [sql.SQL("zoid")]
     )
+    count_parts = ()
+    if split is not None:
+        position, parts = split
+        count_parts = tuple(
+            sql.SQL(" AND ").join(
+                clauses
+                + sort_clauses[:position]
+                + [part]
+                + sort_clauses[position + 1 :]
+            )
+            for part in parts
+        )
     clauses += sort_clauses
     # Sorted on an index (even one every row has a value in, such as the
     # path, which adds no clause), or ranked by relevance.
@@ -478,6 +504,7 @@ def build_query(
         source_params=source_params,
         sort_keys=tuple(sort_keys),
         sorted_count_apart=context.large,
+        count_parts=count_parts if sort_keys and score is None else (),
     )
 
 
@@ -500,11 +527,15 @@ def _has_key(name: str) -> sql.Composable:
 
 def _order_by(query: dict, indexes: dict, context: QueryContext):
     """``(expression, direction)`` of each sort key, before the ``zoid``
-    that breaks ties, and the clauses that drop rows without sort keys."""
+    that breaks ties; the clauses that drop rows without sort keys; and
+    for the first of those that tests a ``columns.SORTED`` typed column,
+    its position among them and the two disjoint clauses it is made of
+    (``SearchSQL.count_parts``), or None."""
     sort_on = _as_list(_sort_attr(query, "on"))
     orders = _as_list(_sort_attr(query, "order"))
     terms: list[tuple] = []
     must_have: list[sql.Composable] = []
+    split = None
     for position, name in enumerate(sort_on):
         index = indexes.get(name)
         if index is None:
@@ -534,6 +565,11 @@ def _order_by(query: dict, indexes: dict, context: QueryContext):
         presence = getattr(translator, "sort_presence", None)
         typed = context.column(name, getattr(translator, "column_kind", None))
         if presence is None and typed is not None:
+            if split is None and name in SORTED:
+                split = (
+                    len(must_have),
+                    (sql.SQL("{} IS NOT NULL").format(typed), untyped_predicate(name)),
+                )
             # The column's test first: ``idx`` is read for rows without
             # a typed value only.
             must_have.append(
@@ -543,4 +579,4 @@ def _order_by(query: dict, indexes: dict, context: QueryContext):
             must_have.append(_has_key(name))
         elif presence(index) is not None:
             must_have.append(presence(index))
-    return terms, must_have
+    return terms, must_have, split

@@ -295,7 +295,35 @@ def _covering(conn, indexes) -> None:
     )
 
 
+def to_11(setup_tool) -> None:
+    """10 → 11 (database schema 9 → 10): the covering indexes also hold the
+    date columns listings sort on (``columns.SORTED``), and each of those
+    gets a partial index of its untyped values: a sorted window's count of
+    its matches reads indexes only (1,000,000 rows, page 2 of
+    ``portal_type=Document`` sorted on ``effective``: the count 93.6 ms →
+    6.5).
+
+    After this step's commit, in its own connection; each index is built
+    in a transaction of its own, which stops writers (not readers) for its
+    time (about 0.1 s at 10,000 rows, some seconds at 1,000,000).
+    """
+    _after_commit(
+        setup_tool, "covering indexes with sort keys", _sorted, _run_again(10)
+    )
+
+
+def _sorted(conn, indexes) -> None:
+    if _still_schema_4(conn, 10):
+        return
+    changed = columns.cover(conn, ddl.LOCK_TIMEOUT)
+    _schema_version(conn, 10)
+    logger.info(
+        "plone_pgcatalog 10: indexes made again or added: %s",
+        ", ".join(changed) or "none",
+    )
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
-#: schema 8, 10 schema 9.
-PROFILE_VERSION = 10
+#: schema 8, 10 schema 9, 11 schema 10.
+PROFILE_VERSION = 11

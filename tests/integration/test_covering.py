@@ -1,19 +1,22 @@
-"""Covering indexes (``columns.cover``, schema 9): the B-trees of
+"""Covering indexes (``columns.cover``, schemas 9 and 10): the B-trees of
 ``portal_type`` and ``review_state`` that also hold the terms every Plone
 search carries (the site's path, the security terms, the effective
-range), so that a search's count of their matches reads the index only.
-Made with the typed columns, kept in step when an included column goes or
-comes, made on older sites by the upgrade step 9 -> 10.  That PostgreSQL
-then counts by an index-only scan shows in the benchmark's plans
-(``benchmarks/README.rst``, "Large results"): on the few rows of a test
-site it may as well pick the plain index, so the tests check what the
-count reads.
+range) and the date keys listings sort on, so that a search's count of
+their matches reads the index only; and the partial indexes of the sort
+keys' untyped values, which let a sorted window's count read indexes only
+(``query.SearchSQL.count_parts``).  Made with the typed columns, kept in
+step when an included column goes or comes, made on older sites by the
+upgrade steps 9 -> 10 and 10 -> 11.  That PostgreSQL then counts by an
+index-only scan shows in the benchmark's plans (``benchmarks/README.rst``,
+"Large results"): on the few rows of a test site it may as well pick the
+plain index, so the tests check what the count reads.
 """
 
 from __future__ import annotations
 
 from plone import api
 from plone.app.testing import logout
+from plone_pgcatalog import query
 from plone_pgcatalog.store import columns
 from tests.integration.test_typed_columns import _site
 from tests.integration.test_upgrades import _upgrade_from
@@ -22,10 +25,13 @@ import psycopg
 import re
 import transaction
 
+#: The date sort keys of a Plone site (``columns.SORTED``).
+DATES = ["effective", "modified", "created"]
+
 #: What each covering index holds on a Plone site: the column, then the
-#: terms every search carries.
+#: terms every search carries, then the date sort keys.
 FULL = {
-    name: [name, "path", "allowedRolesAndUsers", "effectiveRange"]
+    name: [name, "path", "allowedRolesAndUsers", "effectiveRange", *DATES]
     for name in columns.COVERED
 }
 
@@ -38,7 +44,15 @@ def _covering(dsn: str) -> dict:
         }
 
 
-def _count_columns(dsn: str, statement: str, params) -> set[str]:
+def _untyped(dsn: str) -> dict:
+    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+        return {
+            name: columns._index_columns(cur, columns.untyped_index_name(name))
+            for name in columns.SORTED
+        }
+
+
+def _count_columns(dsn: str, statement: str, params, seqscan=True) -> set[str]:
     """The columns the count subquery (the InitPlan) of a search's
     statement reads, from its plan (EXPLAIN VERBOSE names each one with
     the scan's alias): whichever index PostgreSQL picks on a few rows (the
@@ -47,6 +61,9 @@ def _count_columns(dsn: str, statement: str, params) -> set[str]:
     sequential scan's output lists every column of the table (the planner
     then returns whole rows, to spare a projection)."""
     with psycopg.connect(dsn) as conn:
+        if not seqscan:
+            # A few rows are one page: PostgreSQL would read it whole.
+            conn.execute("SET enable_seqscan = off")
         [[plan]] = conn.execute(
             "EXPLAIN (VERBOSE, FORMAT JSON) " + statement, params
         ).fetchall()
@@ -74,6 +91,70 @@ def _count_columns(dsn: str, statement: str, params) -> set[str]:
 
 def test_a_site_has_the_covering_indexes(pg_layer):
     assert _covering(pg_layer["pgcatalog_dsn"]) == FULL
+    assert _untyped(pg_layer["pgcatalog_dsn"]) == {name: ["zoid"] for name in DATES}
+
+
+def test_a_sorted_windows_count_needs_only_indexes(pg_layer, searches, monkeypatch):
+    """Counted apart (a large catalog), page 2 sorted on ``effective``:
+    the count's two parts read the covering index's columns, never
+    ``idx`` (the untyped values' part reads its partial index, whose
+    predicate the plan does not repeat)."""
+    monkeypatch.setattr(query, "COUNT_APART_ROWS", -1)
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    found = api.content.find(
+        portal_type="Document",
+        sort_on="effective",
+        sort_order="reverse",
+        b_start=2,
+        b_size=2,
+    )
+    assert found.actual_result_count == 4
+    page = searches[-1]
+    transaction.abort()
+    assert page.statement.count("SELECT count(*)") == 2
+    read = _count_columns(dsn, page.statement, page.params, seqscan=False)
+    assert {"portal_type", "effective"} <= read <= set(FULL["portal_type"])
+    # Not so where the sort key is not a date the indexes hold.
+    api.content.find(portal_type="Document", sort_on="sortable_title", b_size=2)
+    assert searches[-1].statement.count("SELECT count(*)") == 1
+    transaction.abort()
+
+
+def test_a_sort_keys_untyped_values_are_counted(pg_layer, searches, monkeypatch):
+    """A row whose ``effective`` in ``idx`` has no typed form (an add-on's
+    value of another type) has a sort key all the same: the window counted
+    apart counts it, by the second part, as the one-pass window does."""
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "UPDATE pgcatalog_objects SET idx = jsonb_set(idx, '{effective}',"
+            " '\"not a date\"') WHERE path = '/plone/page-1'"
+        )
+        assert conn.execute(
+            "SELECT effective FROM pgcatalog_objects WHERE path = '/plone/page-1'"
+        ).fetchone() == (None,)
+
+    def page_2():
+        transaction.begin()
+        found = api.content.find(
+            portal_type="Document", sort_on="effective", b_start=2, b_size=2
+        )
+        return found.actual_result_count, [brain.getPath() for brain in found]
+
+    one_pass = page_2()
+    monkeypatch.setattr(query, "COUNT_APART_ROWS", -1)
+    apart = page_2()
+    assert searches[-1].statement.count("SELECT count(*)") == 2
+    assert apart == one_pass
+    assert apart[0] == 4
+    # Without the second part the row would not be counted.
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pgcatalog_objects WHERE path LIKE '/plone/page-%'"
+            " AND effective IS NOT NULL"
+        ).fetchone() == (3,)
 
 
 def test_a_count_of_a_covered_filter_needs_only_its_covering_index(pg_layer, searches):
@@ -116,7 +197,8 @@ def test_the_covering_indexes_follow_the_columns_ready(pg_layer):
             assert columns.drop_column(conn, "effectiveRange", "5s")
             # PostgreSQL dropped them with the column; made again without it.
             assert _covering(dsn) == {
-                name: [name, "path", "allowedRolesAndUsers"] for name in columns.COVERED
+                name: [name, "path", "allowedRolesAndUsers", *DATES]
+                for name in columns.COVERED
             }
         finally:
             # Tests share the database's DDL (each restores rows only).
@@ -142,6 +224,43 @@ def test_9_to_10_makes_the_covering_indexes(pg_layer):
     with psycopg.connect(dsn) as conn:
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (9,)
+        ).fetchone() == (10,)
     transaction.begin()
     assert len(api.content.find(portal_type="Document")) == 2
+
+
+def test_10_to_11_adds_the_sort_keys_and_their_untyped_indexes(pg_layer):
+    """From schema 9's indexes: covering indexes without the dates, no
+    partial indexes."""
+    portal = _site(pg_layer, count=2)
+    dsn = pg_layer["pgcatalog_dsn"]
+    schema_9 = {
+        name: [name, "path", "allowedRolesAndUsers", "effectiveRange"]
+        for name in columns.COVERED
+    }
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name in columns.SORTED:
+            conn.execute(f"DROP INDEX {columns.untyped_index_name(name)}")
+        for name, held in schema_9.items():
+            index = columns.covering_index_name(name)
+            conn.execute(f"DROP INDEX {index}")
+            included = ", ".join(f'"{column}"' for column in held[1:])
+            conn.execute(
+                f"CREATE INDEX {index} ON pgcatalog_objects ({name})"
+                f" INCLUDE ({included})"
+            )
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = 9 WHERE key = 'schema_version'"
+        )
+    assert _covering(dsn) == schema_9
+    assert _untyped(dsn) == {name: None for name in DATES}
+    transaction.begin()
+    _upgrade_from(portal, "10")
+    assert _covering(dsn) == FULL
+    assert _untyped(dsn) == {name: ["zoid"] for name in DATES}
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+        ).fetchone() == (10,)
+    transaction.begin()
+    assert len(api.content.find(portal_type="Document", sort_on="effective")) == 2

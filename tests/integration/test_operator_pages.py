@@ -162,6 +162,8 @@ def test_database_figures(pg_layer):
         "8 -> 9: Short texts in the catalog's rows (rows written again in batches)",
         "9 -> 10: Covering indexes of portal_type and review_state"
         " (index-only counts)",
+        "10 -> 11: Covering indexes with the sort keys of listings"
+        " (index-only counts of sorted pages)",
     ]
 
 

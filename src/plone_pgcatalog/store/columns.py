@@ -307,7 +307,7 @@ def add_column(
     lock makes it when run again.
     """
     made = _add_column(conn, index_name, kind, lock_timeout)
-    if made and index_name in COVERED + INCLUDED:
+    if made and index_name in COVERED + INCLUDED + SORTED:
         cover(conn, lock_timeout)
     return made
 
@@ -588,7 +588,7 @@ def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) ->
                 sql.Identifier(name)
             )
         )
-    if name in INCLUDED:
+    if name in INCLUDED + SORTED:
         # PostgreSQL dropped the covering indexes that included it.
         cover(conn, lock_timeout)
     return True
@@ -608,10 +608,35 @@ COVERED = ("portal_type", "review_state")
 #: included; ``path`` always.
 INCLUDED = ("path", "allowedRolesAndUsers", "effectiveRange")
 
+#: The date indexes listings sort on.  Where one is a typed column ready,
+#: the covering indexes include it too, and it gets a partial index of the
+#: rows that have a value of another type (``untyped_index_name``: rows
+#: whose ``idx`` holds it, its column none; there are usually none): a
+#: sorted window's count of its matches then reads those two indexes only
+#: (``query.SearchSQL.count_parts``).  At 1,000,000 rows, page 2 of
+#: ``portal_type=Document`` sorted on ``effective`` (24,957 matches): the
+#: count 93.6 -> 6.5 ms; the covering index of ``portal_type`` 143 -> 178 MB.
+SORTED = ("effective", "modified", "created")
+
 
 def covering_index_name(name: str) -> str:
     """The name of the covering index of typed column ``name``."""
     return layout.sql_index_name(name, "v")
+
+
+def untyped_index_name(name: str) -> str:
+    """The name of the partial index of the rows whose value of index
+    ``name`` has no typed form (``SORTED``)."""
+    return layout.sql_index_name(name, "u")
+
+
+def untyped_predicate(name: str) -> sql.Composable:
+    """The rows whose ``idx`` holds a value of index ``name`` that its
+    typed column does not: the predicate of its partial index, as searches
+    write it (the planner uses the index for a query that implies it)."""
+    return sql.SQL("{} IS NULL AND {}").format(
+        layout.column(name), layout.has_key(name)
+    )
 
 
 def _index_columns(cur: psycopg.Cursor, index: str) -> list[str] | None:
@@ -639,11 +664,16 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     with conn.cursor() as cur:
         ready = {name for name, (_kind, ok) in registered(cur).items() if ok}
     changed = []
+    for name in SORTED:
+        if name in ready and _untyped_index(conn, name, lock_timeout):
+            changed.append(name)
     for name in COVERED:
         index = covering_index_name(name)
         wanted = None
         if name in ready:
-            wanted = [name] + [c for c in INCLUDED if c == "path" or c in ready]
+            wanted = [name] + [
+                c for c in INCLUDED + SORTED if c == "path" or c in ready
+            ]
         with conn.transaction(), conn.cursor() as cur:
             _set_lock_timeout(cur, lock_timeout)
             present = _index_columns(cur, index)
@@ -670,3 +700,20 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
             ", ".join(wanted) if wanted else "dropped",
         )
     return changed
+
+
+def _untyped_index(conn: psycopg.Connection, name: str, lock_timeout: str) -> bool:
+    """Make the partial index of ``SORTED`` column ``name`` (ready) if it
+    is missing; whether it was.  Dropping the column drops it."""
+    index = untyped_index_name(name)
+    with conn.transaction(), conn.cursor() as cur:
+        _set_lock_timeout(cur, lock_timeout)
+        if _index_columns(cur, index) is not None:
+            return False
+        cur.execute(
+            sql.SQL("CREATE INDEX {} ON pgcatalog_objects (zoid) WHERE {}").format(
+                sql.Identifier(index), untyped_predicate(name)
+            )
+        )
+    logger.info("plone_pgcatalog: index of the untyped values of %r made", name)
+    return True

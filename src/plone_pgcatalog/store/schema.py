@@ -84,7 +84,10 @@ import psycopg
 #: the row (``columns.short_texts_in_row`` writes the rows again).
 #: 9: covering indexes of ``portal_type`` and ``review_state``
 #: (``columns.cover``): counts of their matches read the index only.
-SCHEMA_VERSION = 9
+#: 10: those covering indexes hold the date sort keys (``columns.SORTED``),
+#: which get partial indexes of their untyped values: sorted windows'
+#: counts read indexes only.
+SCHEMA_VERSION = 10
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
