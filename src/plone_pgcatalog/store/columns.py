@@ -657,8 +657,9 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     ready hold that column and the ``INCLUDED`` ones that are: created
     where missing, made again where the columns ready changed (a column
     dropped takes PostgreSQL's index with it, one added is not in it).
-    The names of the columns whose covering index changed; each change in
-    a transaction of its own (building the index stops writers, not
+    Also the partial index of each ``SORTED`` column ready.  The names of
+    the columns whose covering index changed ("NAME (its untyped values)"
+    for a partial index made); each change in a transaction of its own (building the index stops writers, not
     readers, for its time: about 0.1 s at 10,000 rows).  On the catalog's
     table (schema 5 on); ``conn`` is in autocommit mode."""
     with conn.cursor() as cur:
@@ -666,7 +667,7 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     changed = []
     for name in SORTED:
         if name in ready and _untyped_index(conn, name, lock_timeout):
-            changed.append(name)
+            changed.append(f"{name} (its untyped values)")
     for name in COVERED:
         index = covering_index_name(name)
         wanted = None

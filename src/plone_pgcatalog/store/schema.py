@@ -672,7 +672,8 @@ def create_schema(
     and meta_types), each in its own (an index is built under a lock that
     stops writers, not readers): their typed columns where they have one
     (``create_index``), then the covering indexes (``columns.cover``).
-    What it ran: "base", index names, "covering index of <column>".
+    What it ran: "base", index names, "covering index of <column>" (and
+    "of <column> (its untyped values)": ``columns.cover``).
 
     Looks first, without locks: on a complete schema it runs nothing.
     ``lock_timeout`` bounds each wait for a lock, as in ``drop_schema``;
