@@ -659,9 +659,10 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     dropped takes PostgreSQL's index with it, one added is not in it).
     Also the partial index of each ``SORTED`` column ready.  The names of
     the columns whose covering index changed ("NAME (its untyped values)"
-    for a partial index made); each change in a transaction of its own (building the index stops writers, not
-    readers, for its time: about 0.1 s at 10,000 rows).  On the catalog's
-    table (schema 5 on); ``conn`` is in autocommit mode."""
+    for a partial index made); each change in a transaction of its own
+    (building the index stops writers, not readers, for its time: about
+    0.1 s at 10,000 rows).  On the catalog's table (schema 5 on); ``conn``
+    is in autocommit mode."""
     with conn.cursor() as cur:
         ready = {name for name, (_kind, ok) in registered(cur).items() if ok}
     changed = []
