@@ -163,3 +163,50 @@ def test_derive_composes_one_expression_for_each_use():
     assert composed == (
         "CASE WHEN jsonb_typeof(v) = 'string' THEN (v #>> '{}') COLLATE \"C\" END"
     )
+
+
+def test_a_sorted_window_counted_apart_counts_in_two_parts_on_a_date_column():
+    """``SearchSQL.count_parts``: sorted on ``created`` (``columns.SORTED``)
+    in a large catalog, the count is the sum of the matches with a typed
+    value and those whose value is only in ``idx``: each part's conditions
+    are the window's, its presence test replaced; the parameters repeat."""
+    query = {
+        "portal_type": "Document",
+        "sort_on": "created",
+        "b_start": 20,
+        "b_size": 10,
+    }
+    plan = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
+    )
+    statement, params = plan.ids_query()
+    text = statement.as_string(None)
+    where = plan.where.as_string(None)
+    presence = "(\"created\" IS NOT NULL OR idx ? 'created')"
+    assert where.endswith(presence)
+    typed = where.replace(presence, '"created" IS NOT NULL')
+    untyped = where.replace(presence, "\"created\" IS NULL AND idx ? 'created'")
+    assert text.startswith(
+        f"SELECT zoid, path, (SELECT count(*) FROM pgcatalog_objects WHERE {typed})"
+        f" + (SELECT count(*) FROM pgcatalog_objects WHERE {untyped})"
+        f" FROM pgcatalog_objects WHERE {where} ORDER BY "
+    )
+    assert list(params) == [*plan.params, *plan.params, *plan.params, 10, 20]
+    # The partial index's predicate, as the second part writes it.
+    assert columns.untyped_predicate("created").as_string(None) == (
+        "\"created\" IS NULL AND idx ? 'created'"
+    )
+
+
+def test_only_date_sort_keys_split_the_count():
+    query = {"portal_type": "Document", "sort_on": "getObjPositionInParent"}
+    query.update(b_start=20, b_size=10)
+    plan = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
+    )
+    assert plan.count_parts == ()
+    assert plan.ids_query()[0].as_string(None).count("SELECT count(*)") == 1
+    # Nor where the window is counted in the same pass (a small catalog).
+    query["sort_on"] = "created"
+    small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
+    assert "count(*) OVER ()" in small.ids_query()[0].as_string(None)
