@@ -854,8 +854,13 @@ def _faults(load: Load, args, server: Server | None, dsn: str, name: str, times)
     if server is None:
         return
     time.sleep(max(0, begun + 0.6 * args.duration - time.monotonic()))
-    times["stopped"] = time.monotonic()
+    # "stopping": the fast shutdown begins (requests failing from here on
+    # are the outage's); "stopped": it has ended (``pg_ctl -w``), so that a
+    # request sent between the two, which may get its connection and lose
+    # it mid-request, counts as caught in flight, not as sent while down.
+    times["stopping"] = time.monotonic()
     server.stop()
+    times["stopped"] = time.monotonic()
     _log(f"fault: server stopped for {args.outage:.0f} s")
     time.sleep(args.outage)
     server.start()
@@ -933,7 +938,7 @@ def _failure(record: Record, begun: float, times: dict) -> dict:
         "faults_s": {
             name: round(at - begun, 2)
             for name, at in times.items()
-            if name in ("terminated", "stopped", "started")
+            if name in ("terminated", "stopping", "stopped", "started")
         },
     }
 
@@ -1147,7 +1152,7 @@ def run(args) -> dict:
     if "restart" in faults:
         back = faults["restart"]["serving_again_after_s"].values()
         again = max((s for s in back if s is not None), default=30.0)
-        outage = (times["stopped"], times["started"] + again + 5)
+        outage = (times["stopping"], times["started"] + again + 5)
     terminated = times.get("terminated", float("inf"))
     begun = load.deadline - args.duration
     failures = []  # the requests behind ``unexpected_errors``
