@@ -282,16 +282,22 @@ def to_10(setup_tool) -> None:
     in a transaction of its own, which stops writers (not readers) for
     its time (about 0.1 s at 10,000 rows, some seconds at 1,000,000).
     """
-    _after_commit(setup_tool, "covering indexes", _covering, _run_again(9))
+    _after_commit(
+        setup_tool, "covering indexes", partial(_covering, version=9), _run_again(9)
+    )
 
 
-def _covering(conn, indexes) -> None:
-    if _still_schema_4(conn, 9):
+def _covering(conn, indexes, version: int) -> None:
+    """The covering indexes and their partial indexes as this code wants
+    them (``columns.cover``), then the database at schema ``version``."""
+    if _still_schema_4(conn, version):
         return
-    covered = columns.cover(conn, ddl.LOCK_TIMEOUT)
-    _schema_version(conn, 9)
+    changed = columns.cover(conn, ddl.LOCK_TIMEOUT)
+    _schema_version(conn, version)
     logger.info(
-        "plone_pgcatalog 9: covering indexes made: %s", ", ".join(covered) or "none"
+        "plone_pgcatalog %d: indexes made again or added: %s",
+        version,
+        ", ".join(changed) or "none",
     )
 
 
@@ -308,18 +314,10 @@ def to_11(setup_tool) -> None:
     time (about 0.1 s at 10,000 rows, some seconds at 1,000,000).
     """
     _after_commit(
-        setup_tool, "covering indexes with sort keys", _sorted, _run_again(10)
-    )
-
-
-def _sorted(conn, indexes) -> None:
-    if _still_schema_4(conn, 10):
-        return
-    changed = columns.cover(conn, ddl.LOCK_TIMEOUT)
-    _schema_version(conn, 10)
-    logger.info(
-        "plone_pgcatalog 10: indexes made again or added: %s",
-        ", ".join(changed) or "none",
+        setup_tool,
+        "covering indexes with sort keys",
+        partial(_covering, version=10),
+        _run_again(10),
     )
 
 

@@ -125,13 +125,20 @@ def _stored_title(layer) -> str:
         ).fetchone()[0]
 
 
+def _edit_as_the_server_stops(layer, monkeypatch, after_commit: bool):
+    """The page's title edited while the fault (``ServerStops``) fires:
+    the answer's status and body."""
+    fault = ServerStops(monkeypatch, layer["pgcatalog_dsn"], after_commit)
+    status, answer = _publish(layer, "PATCH", "/plone/page", {"title": "After"})
+    monkeypatch.undo()
+    assert fault.fired
+    return status, answer
+
+
 def test_a_write_committed_before_the_server_stopped_is_said_saved(
     document, monkeypatch
 ):
-    fault = ServerStops(monkeypatch, document["pgcatalog_dsn"], after_commit=True)
-    status, answer = _publish(document, "PATCH", "/plone/page", {"title": "After"})
-    monkeypatch.undo()
-    assert fault.fired
+    status, answer = _edit_as_the_server_stops(document, monkeypatch, True)
     assert status == "500 Internal Server Error"
     assert answer["changes"] == "saved"
     assert answer["type"] == "PoolTimeout"
@@ -143,10 +150,7 @@ def test_a_write_committed_before_the_server_stopped_is_said_saved(
 
 
 def test_a_write_whose_commit_was_cut_off_is_said_unknown(document, monkeypatch):
-    fault = ServerStops(monkeypatch, document["pgcatalog_dsn"], after_commit=False)
-    status, answer = _publish(document, "PATCH", "/plone/page", {"title": "After"})
-    monkeypatch.undo()
-    assert fault.fired
+    status, answer = _edit_as_the_server_stops(document, monkeypatch, False)
     assert status == "500 Internal Server Error"
     assert answer["changes"] == "unknown"
     assert "may or may not have been saved" in answer["message"]
