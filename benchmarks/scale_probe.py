@@ -23,6 +23,10 @@ and the scenarios that match the original values match about one copy in
 foreign key needs one), with an empty state: nothing in the ZODB refers to
 them (garbage a pack would remove), and no scenario loads an object.
 
+The query phases also run ``scenarios.PROBE_SCENARIOS``: queries on values
+only the copies have (``len()`` of about 10% of the catalog; one copy's
+subtree, a result of a few hundred rows at every size).
+
 Results: ``OUTPUT.json`` (every number) and ``OUTPUT.md`` (a table of
 medians per size, then each size's plans).  The database is dropped at the
 end unless ``--keep-database``.
@@ -37,6 +41,7 @@ import json
 import os
 import psycopg
 import run
+import scenarios
 import shutil
 import sys
 import tempfile
@@ -229,6 +234,8 @@ def markdown(results: dict) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # The query phases (worker processes) also run the probe's own queries.
+    os.environ[scenarios.PROBE] = "1"
     workdir = Path(tempfile.mkdtemp(prefix="pgcatalog-scale-"))
     workdir.chmod(0o755)
     server_dsn, server = args.dsn, None

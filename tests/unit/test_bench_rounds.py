@@ -75,3 +75,29 @@ def test_rounds_are_bounded():
     assert run.parse_args(["--rounds", "3"]).rounds == 3
     with pytest.raises(SystemExit):
         run.parse_args(["--rounds", "0"])
+
+
+def _load_scenarios():
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_scenarios", BENCHMARKS / "scenarios.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    # Its dataclasses look their module up by name while it loads.
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_probe_scenarios_run_in_a_scale_probe_only(monkeypatch):
+    scenarios = _load_scenarios()
+    monkeypatch.delenv(scenarios.PROBE, raising=False)
+    names = [s.name for s in scenarios.all_scenarios()]
+    assert names == [s.name for s in scenarios.SCENARIOS]
+    monkeypatch.setenv(scenarios.PROBE, "1")
+    names = [s.name for s in scenarios.all_scenarios()]
+    assert names[-2:] == ["probe_large_len", "probe_subtree"]
+    subtree = scenarios.PROBE_SCENARIOS[1].query("/plone")
+    assert subtree["path"] == "/plone/copy-00007"
