@@ -76,6 +76,12 @@ class Session:
 
         import transaction
 
+        # As Zope's publisher does (``transaction_pubevents``): the
+        # request's transaction begins before anything is read, so the
+        # first thing that asks for it (``transaction.get()``: the catalog's
+        # pending changes) finds it instead of creating it in the timed
+        # part.
+        transaction.begin()
         conn = self.db.open()
         app = makerequest(conn.root()["Application"])
         request = app.REQUEST
