@@ -12,22 +12,26 @@ import sys
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def _load_run():
-    # ``run.py`` imports its sibling modules (``backends``, ``report``) by
-    # their names: the directory is on the path while it loads.
+def _load(name: str):
+    """``benchmarks/NAME.py`` as a module.  Its sibling modules (``run.py``
+    imports ``backends`` and ``report``) are imported by their names, so
+    the directory is on the path while it loads; its dataclasses look
+    their module up by name, so it is in ``sys.modules`` meanwhile."""
+    spec = importlib.util.spec_from_file_location(
+        f"benchmarks_{name}", BENCHMARKS / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(BENCHMARKS))
+    sys.modules[spec.name] = module
     try:
-        spec = importlib.util.spec_from_file_location(
-            "benchmarks_run", BENCHMARKS / "run.py"
-        )
-        module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return module
     finally:
         sys.path.remove(str(BENCHMARKS))
+        del sys.modules[spec.name]
+    return module
 
 
-run = _load_run()
+run = _load("run")
 
 
 def _round(medians: dict, peak: int) -> dict:
@@ -77,22 +81,8 @@ def test_rounds_are_bounded():
         run.parse_args(["--rounds", "0"])
 
 
-def _load_scenarios():
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_scenarios", BENCHMARKS / "scenarios.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    # Its dataclasses look their module up by name while it loads.
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
-
-
 def test_probe_scenarios_run_in_a_scale_probe_only(monkeypatch):
-    scenarios = _load_scenarios()
+    scenarios = _load("scenarios")
     monkeypatch.delenv(scenarios.PROBE, raising=False)
     names = [s.name for s in scenarios.all_scenarios()]
     assert names == [s.name for s in scenarios.SCENARIOS]
