@@ -336,13 +336,13 @@ def captured_sql():
     captured: list[tuple] = []
     original = search._execute, connection.search_first
 
-    def recording(conn, statement, params):
+    def recording(conn, statement, params, keep_plan=False):
         captured.append((statement, params))
-        return original[0](conn, statement, params)
+        return original[0](conn, statement, params, keep_plan)
 
-    def recording_first(context, statement, params):
+    def recording_first(context, statement, params, keep_plan=False):
         captured.append((statement, params))
-        return original[1](context, statement, params)
+        return original[1](context, statement, params, keep_plan)
 
     search._execute, connection.search_first = recording, recording_first
     cache_enabled, snapshots.results.enabled = snapshots.results.enabled, False

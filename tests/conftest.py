@@ -82,6 +82,8 @@ class Searched(NamedTuple):
     statement: str
     params: tuple
     rows: int
+    #: prepared, its plan kept (``SearchSQL.plan_kept``)
+    kept: bool = False
 
 
 @pytest.fixture
@@ -101,15 +103,17 @@ def record_searches(monkeypatch) -> list[Searched]:
     alone = search._execute
     first = connection.search_first
 
-    def recording_alone(conn, statement, params):
-        rows = alone(conn, statement, params)
-        seen.append(Searched(statement.as_string(conn), params, len(rows)))
+    def recording_alone(conn, statement, params, keep_plan=False):
+        rows = alone(conn, statement, params, keep_plan)
+        seen.append(Searched(statement.as_string(conn), params, len(rows), keep_plan))
         return rows
 
-    def recording_first(context, statement, params):
-        ready, rows = first(context, statement, params)
+    def recording_first(context, statement, params, keep_plan=False):
+        ready, rows = first(context, statement, params, keep_plan)
         if rows is not None:
-            seen.append(Searched(statement.as_string(None), params, len(rows)))
+            seen.append(
+                Searched(statement.as_string(None), params, len(rows), keep_plan)
+            )
         return ready, rows
 
     monkeypatch.setattr(search, "_execute", recording_alone)

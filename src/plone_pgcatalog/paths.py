@@ -510,12 +510,17 @@ def _integer(index_name: str, option: str, value) -> int:
     raise QueryError(f"index {index_name!r}: {option} {value!r} is not an integer")
 
 
+#: The rows whose parent is one path: a folder's items, the clause of its
+#: listing (``query.SearchSQL.plan_kept``).
+CHILDREN = sql.SQL("parent_path = %s")
+
+
 def path_clause(path: str, depth: int) -> tuple[sql.Composable, list]:
     """Rows at ``path`` and below it, ``depth`` levels deep (-1: all)."""
     if depth == 0:
         return sql.SQL("path = %s"), [path]
     if depth == 1:
-        return sql.SQL("parent_path = %s"), [path]
+        return CHILDREN, [path]
     prefix = path.rstrip("/") + "/"
     # Every path below ``prefix`` sorts between prefix and prefix with its
     # last "/" replaced by the next code point, "0".

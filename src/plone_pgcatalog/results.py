@@ -97,7 +97,9 @@ def search_results(
     def run() -> search.Found:
         if first:
             statement, params = search.search_statement(plan, metadata)
-            ready, rows = connection.search_first(catalog, statement, params)
+            ready, rows = connection.search_first(
+                catalog, statement, params, plan.plan_kept
+            )
             if rows is not None and ready == translated_with:
                 with connection.reading(catalog) as conn:
                     return search.found_by(conn, plan, rows, metadata)

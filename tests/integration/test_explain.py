@@ -351,7 +351,7 @@ def _record(catalog, query: dict, call: str) -> Recorded:
         recorded.plans.append(plan)
         return search.Found([], 0)
 
-    def search_first(context, statement, params):
+    def search_first(context, statement, params, keep_plan=False):
         # Not sent: the search then goes through ``reading`` and
         # ``run_search``, translated for the columns the snapshot has.
         return {}, None
@@ -449,19 +449,23 @@ def explained():
 
 @pytest.fixture(scope="module")
 def pg(explained):
+    with psycopg.connect(explained.dsn, autocommit=True) as conn:
+        _plan_as_reads(conn)
+        yield conn
+
+
+def _plan_as_reads(conn) -> None:
+    """Plans as the catalog's reads get them (``store.connection``)."""
     from plone_pgcatalog.store.connection import PLAN_FOR_REQUESTS
     from plone_pgcatalog.store.connection import RANDOM_PAGE_COST
 
-    with psycopg.connect(explained.dsn, autocommit=True) as conn:
-        # Plans as the catalog's reads get them (``store.connection``).
-        if RANDOM_PAGE_COST is not None:
-            conn.execute(
-                "SELECT set_config('random_page_cost', %s, false)", (RANDOM_PAGE_COST,)
-            )
-        if PLAN_FOR_REQUESTS:
-            conn.execute("SET jit = off")
-            conn.execute("SET max_parallel_workers_per_gather = 0")
-        yield conn
+    if RANDOM_PAGE_COST is not None:
+        conn.execute(
+            "SELECT set_config('random_page_cost', %s, false)", (RANDOM_PAGE_COST,)
+        )
+    if PLAN_FOR_REQUESTS:
+        conn.execute("SET jit = off")
+        conn.execute("SET max_parallel_workers_per_gather = 0")
 
 
 # -- reading plans ----------------------------------------------------------
@@ -674,6 +678,81 @@ def test_pending_changes_keep_the_stored_rows_on_indexes(explained, pg, name, us
         assert "jsonb_to_recordset" in str(plan), outline
         # ...and the stored ones through the catalog's indexes.
         assert not catalog_scans(plan, explained.partial), outline
+
+
+def _kept_plan(dsn: str, statement, params, folders: int | None = None) -> dict:
+    """The plan PostgreSQL keeps for ``statement`` prepared
+    (``SearchSQL.plan_kept``): made once, blind to the values (its generic
+    plan, which ``plan_cache_mode`` ``auto`` takes after five runs when it
+    looks no worse).  On a connection of its own: the one statement
+    prepared there.  With ``folders``, planned as if the catalog's rows
+    were in that many folders (``n_distinct`` of ``parent_path``, in a
+    transaction rolled back: nothing of it stays)."""
+    with psycopg.connect(dsn) as conn:
+        _plan_as_reads(conn)
+        if folders is not None:
+            conn.execute(
+                sql.SQL(
+                    "ALTER TABLE pgcatalog_objects"
+                    " ALTER COLUMN parent_path SET (n_distinct = {})"
+                ).format(sql.Literal(folders))
+            )
+            conn.execute("ANALYZE pgcatalog_objects (parent_path)")
+        conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        conn.execute(statement, params, prepare=True)
+        [[name]] = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
+        # The values as literals of the statement's parameter types.
+        arguments = sql.SQL(", ").join(sql.Literal(value) for value in params)
+        row = conn.execute(
+            sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}({})").format(
+                sql.Identifier(name), arguments
+            )
+        ).fetchone()
+        conn.rollback()
+    return row[0][0]["Plan"]
+
+
+def _indexes_read(node: dict) -> set[str]:
+    found = set()
+    if node.get("Relation Name", "pgcatalog_objects") == "pgcatalog_objects":
+        found |= {node["Index Name"]} if "Index Name" in node else set()
+    for child in node.get("Plans", []):
+        found |= _indexes_read(child)
+    return found
+
+
+@pytest.mark.parametrize("folders", [None, 40], ids=["as-built", "40-folders"])
+def test_a_folders_listing_keeps_a_plan_that_reads_its_items(explained, folders):
+    """The plan kept for a folder's listing, made blind to the folder and
+    the user, reads the folder's items by ``parent_path`` for every folder
+    and user: no index of another condition, whose selectivity it cannot
+    know (written as one ``IS TRUE`` test, ``query._by_children``).  Else
+    it combined the site's path range, estimated at a few rows, with the
+    folder's: every path of the site read for a listing.  Planned with the
+    catalog's statistics, and as if its rows were in 40 folders (hundreds
+    of items each): the generic plan's estimate of a folder's items is the
+    rows per folder, and the larger it is, the more another index looks
+    worth combining."""
+    kept = [
+        (name, user, plan)
+        for (name, user), recorded in explained.recorded.items()
+        for plan in recorded.plans
+        if plan.plan_kept
+    ]
+    assert len({name for name, _, _ in kept}) >= 3, kept
+    for name, user, plan in kept:
+        statements = [plan.ids_query()]
+        if plan.windowed:
+            statements.append(plan.count_query())
+        for statement, params in statements:
+            generic = _kept_plan(explained.dsn, statement, params, folders)
+            outline = f"{name}@{user}\n" + "\n".join(_outline(generic))
+            assert _indexes_read(generic) <= {
+                "pgcatalog_parent_path",
+                "pgcatalog_objects_pkey",
+            }, outline
+            assert "pgcatalog_parent_path" in _indexes_read(generic), outline
+            assert not catalog_scans(generic, explained.partial), outline
 
 
 # -- the plan reader, on plans written by hand ------------------------------

@@ -210,3 +210,86 @@ def test_only_date_sort_keys_split_the_count():
     query["sort_on"] = "created"
     small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
     assert "count(*) OVER ()" in small.ids_query()[0].as_string(None)
+
+
+def _listing_plan(query, overlay=None, ready=READY):
+    from tests.unit.test_paths import _index
+
+    indexes = dict(_indexes(), path=_index())
+    return build_query(
+        query, indexes, "/plone", QueryContext(columns=dict(ready)), overlay
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # Plone's navigation and a folder's contents.
+        {
+            "path": {"query": "/plone/a", "depth": 1},
+            "portal_type": ["Document", "Folder"],
+            "sort_on": "getObjPositionInParent",
+        },
+        {"path": {"query": "/plone/a", "depth": 1}, "b_start": 20, "b_size": 20},
+        {"path": {"query": ["/plone/a"], "depth": 1}, "is_folderish": True},
+    ],
+)
+def test_a_folders_listing_keeps_its_plan(query):
+    """``SearchSQL.plan_kept``: one folder's items, sorted on their
+    position or not sorted: the plan that reads them by ``parent_path`` is
+    the best for every folder."""
+    plan = _listing_plan(query)
+    assert plan.plan_kept
+    # The folder's items first, the one condition an index answers; the
+    # others one test, with the same values.
+    where = plan.where.as_string(None)
+    assert where.startswith("(parent_path = %s) AND ((path = %s OR ")
+    assert where.endswith(") IS TRUE")
+    assert where.count("parent_path") == 1
+    assert plan.params[:4] == ("/plone/a", "/plone", "/plone/", "/plone0")
+    planned = _listing_plan(dict(query, sort_on="created"))
+    assert not planned.plan_kept
+    assert sorted(map(repr, planned.params)) == sorted(map(repr, plan.params))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # A subtree, the object itself, two folders' items.
+        {"path": "/plone/a", "sort_on": "getObjPositionInParent"},
+        {"path": {"query": "/plone/a", "depth": 0}},
+        {"path": {"query": ["/plone/a", "/plone/b"], "depth": 1}},
+        # Sorted on a key whose index PostgreSQL may walk for a large
+        # folder's first items, or ranked: a plan for the values.
+        {"path": {"query": "/plone/a", "depth": 1}, "sort_on": "created"},
+        {
+            "path": {"query": "/plone/a", "depth": 1},
+            "sort_on": ["getObjPositionInParent", "created"],
+        },
+        {"path": {"query": "/plone/a", "depth": 1}, "SearchableText": "word"},
+        {
+            "path": {"query": "/plone/a", "depth": 1},
+            "SearchableText": "word",
+            "sort_on": "getObjPositionInParent",
+        },
+        # A condition with a subquery of the table: ``not`` a value
+        # (ZCatalog's answer depends on whether any row has it).
+        {
+            "path": {"query": "/plone/a", "depth": 1},
+            "portal_type": {"not": "Document"},
+        },
+        # Not a listing at all.
+        {"portal_type": "Document"},
+    ],
+)
+def test_other_searches_are_planned_for_their_values(query):
+    assert not _listing_plan(query).plan_kept
+
+
+def test_a_listing_with_pending_changes_is_planned_for_them():
+    """The transaction's own rows come as parameters of the source
+    (``overlay.Overlay``): a statement of another shape every time."""
+    overlay = Overlay(rows=({"zoid": 1, "path": "/plone/a/x", "idx": {}},))
+    query = {"path": {"query": "/plone/a", "depth": 1}}
+    assert _listing_plan(query).plan_kept
+    assert not _listing_plan(query, overlay).plan_kept

@@ -246,7 +246,9 @@ def likely_columns(context) -> dict[str, str]:
     return getattr(_storage_instance(context)._main, "_pgcatalog_columns_seen", {})
 
 
-def search_first(context, statement, params) -> tuple[dict[str, str], list | None]:
+def search_first(
+    context, statement, params, keep_plan: bool = False
+) -> tuple[dict[str, str], list | None]:
     """The first catalog read of a transaction (``first_read``): the
     savepoint, the page cost and the ready typed columns (as ``reading``
     sets and reads them) and the search ``statement``, in one round trip.
@@ -257,6 +259,7 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
     guess named is gone, no table yet, a bad query): the transaction is
     back at its savepoint, and the caller runs the search again through
     ``reading``, where an error that is the search's own propagates.
+    With ``keep_plan`` the statement is prepared (``SearchSQL.plan_kept``).
     """
     storage = _storage_instance(context)
     conn = _pg_connection(storage)
@@ -267,7 +270,7 @@ def search_first(context, statement, params) -> tuple[dict[str, str], list | Non
                 json_cursor(conn) as cursor,
             ):
                 _send_prelude(prelude)
-                cursor.execute(statement, params, prepare=False)
+                cursor.execute(statement, params, prepare=keep_plan)
                 found = prelude.fetchall()
                 rows = cursor.fetchall()
     except psycopg.Error as error:

@@ -1,0 +1,106 @@
+"""Plans kept for folder listings (``query.SearchSQL.plan_kept``): the
+statement of a folder's listing is prepared on the catalog's connection
+and kept there from one request to the next, one for every folder; other
+searches are planned for their values every time.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import snapshots
+from plone_pgcatalog.store import connection
+from psycopg.rows import tuple_row
+
+import pytest
+import transaction
+
+
+def _site(portal):
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    for name in ("a", "b"):
+        folder = api.content.create(container=portal, type="Folder", id=name)
+        for number in range(3):
+            api.content.create(container=folder, type="Document", id=f"{name}-{number}")
+        # Positions not in the order of creation.
+        folder.moveObjectsToTop([f"{name}-2"])
+    transaction.commit()
+
+
+def _listing(catalog, folder: str) -> list[str]:
+    """Plone's navigation of one folder."""
+    found = catalog.searchResults(
+        path={"query": f"/plone/{folder}", "depth": 1},
+        portal_type=["Document", "Folder"],
+        sort_on="getObjPositionInParent",
+    )
+    return [brain.getId for brain in found]
+
+
+def _prepared(catalog) -> dict[str, tuple[int, int]]:
+    """``{statement: (generic plans, custom plans)}`` prepared on the
+    catalog's connection of this transaction."""
+    conn = connection._pg_connection(connection._storage_instance(catalog))
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        rows = cursor.execute(
+            "SELECT statement, generic_plans, custom_plans"
+            " FROM pg_prepared_statements"
+        ).fetchall()
+    return {statement: (generic, custom) for statement, generic, custom in rows}
+
+
+@pytest.fixture
+def catalog(pg_layer, monkeypatch):
+    # Every search runs its statement: none answered from a kept result.
+    monkeypatch.setattr(snapshots.results, "enabled", False)
+    _site(pg_layer["portal"])
+    return pg_layer["portal"].portal_catalog
+
+
+def test_a_folders_listing_keeps_its_plan_from_request_to_request(catalog, searches):
+    expected = {name: [f"{name}-2", f"{name}-0", f"{name}-1"] for name in "ab"}
+    # Ten requests: each its first catalog read (sent with the savepoint,
+    # ``connection.search_first``), then a listing after another search.
+    for request in range(10):
+        transaction.begin()
+        folder = "ab"[request % 2]
+        assert _listing(catalog, folder) == expected[folder]
+        assert len(catalog.searchResults(portal_type="Folder")) == 2
+        assert _listing(catalog, "ba"[request % 2]) == expected["ba"[request % 2]]
+        transaction.abort()
+    listings = [found for found in searches if "parent_path" in found.statement]
+    assert len(listings) == 20 and all(found.kept for found in listings)
+    assert {found.statement for found in listings} == {listings[0].statement}
+    assert not any(found.kept for found in searches if found not in listings)
+    # One statement prepared for both folders, run 20 times: after
+    # PostgreSQL's five custom plans, the plan it keeps.
+    transaction.begin()
+    catalog.searchResults(portal_type="Folder")
+    prepared = _prepared(catalog)
+    kept = [
+        plans for statement, plans in prepared.items() if "parent_path" in statement
+    ]
+    assert len(kept) == 1
+    generic, custom = kept[0]
+    assert generic + custom == 20
+    assert generic >= 10
+    # Other searches (confined to the site's path) are not prepared.
+    searched = [statement for statement in prepared if "(path = $" in statement]
+    assert len(searched) == 1 and "parent_path = $" in searched[0]
+    transaction.abort()
+
+
+def test_a_listing_with_pending_changes_is_planned_for_them(catalog, searches):
+    """The transaction's own new item is in the listing (read-your-writes):
+    its rows come as the statement's parameters, planned every time."""
+    transaction.begin()
+    folder = api.content.get(path="/a")
+    api.content.create(container=folder, type="Document", id="new")
+    assert _listing(catalog, "a")[-1] == "new"
+    transaction.abort()
+    assert not searches[-1].kept
+    transaction.begin()
+    assert "new" not in _listing(catalog, "a")
+    assert searches[-1].kept
+    transaction.abort()
