@@ -109,6 +109,12 @@ class PathTranslator:
             union.add(rows)
         return union.sql()
 
+    def finds_few(self, index, clause, context=None) -> bool:
+        """Whether ``clause`` (of ``where``) finds rows by a key that holds
+        few of them for any value: one object, or one folder's items
+        (``query.SearchSQL.plan_kept``)."""
+        return clause == OBJECT or clause == CHILDREN
+
     def sort_expressions(self, index, context=None):
         # ZCatalog sorts on the physical path string, by code point.
         return [sql.SQL("path")]
@@ -510,15 +516,17 @@ def _integer(index_name: str, option: str, value) -> int:
     raise QueryError(f"index {index_name!r}: {option} {value!r} is not an integer")
 
 
-#: The rows whose parent is one path: a folder's items, the clause of its
-#: listing (``query.SearchSQL.plan_kept``).
+#: The row at one path, and the rows whose parent is one path (a folder's
+#: items): clauses that find a few rows by a key, whatever its value
+#: (``PathTranslator.finds_few``).
+OBJECT = sql.SQL("path = %s")
 CHILDREN = sql.SQL("parent_path = %s")
 
 
 def path_clause(path: str, depth: int) -> tuple[sql.Composable, list]:
     """Rows at ``path`` and below it, ``depth`` levels deep (-1: all)."""
     if depth == 0:
-        return sql.SQL("path = %s"), [path]
+        return OBJECT, [path]
     if depth == 1:
         return CHILDREN, [path]
     prefix = path.rstrip("/") + "/"

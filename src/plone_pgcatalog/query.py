@@ -21,7 +21,6 @@ from dataclasses import field
 from dataclasses import replace
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
-from plone_pgcatalog.paths import CHILDREN
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.store.columns import ready_column
@@ -133,18 +132,19 @@ class SearchSQL:
     #: two, the first part's count reads the covering index only, the
     #: second's the partial index of the untyped values (``columns.cover``).
     count_parts: tuple = ()
-    #: A folder's listing (one folder's items, sorted on their position or
-    #: not sorted; no full-text condition, no pending changes): the best
-    #: plan is the same for every folder (the items by ``parent_path``'s
-    #: index, then sorted; the other conditions are written so that no
-    #: other index answers them, ``_by_children``), so PostgreSQL keeps
-    #: one for the statement (prepared, per connection) instead of
-    #: planning it for each search.  At 10,220 rows a navigation's
-    #: statement took 0.35-0.53 ms instead of 0.69-1.24 (``benchmarks/
-    #: README.rst``, "Prepared plans").  Other searches are planned for
-    #: their values: a plan made blind to them ranked every row for a word
-    #: (full text 2.98 -> 6.1 ms), or read every visible row for a type
-    #: without matches.
+    #: A search that finds few rows by a key, whatever its value (a
+    #: translator's ``finds_few``: a folder's items, an object by its path
+    #: or by UIDs), sorted on the items' position or not sorted, without a
+    #: full-text condition, pending changes or a subquery of the table: the
+    #: best plan is the same for every value (the key's rows by its index;
+    #: the other conditions are written so that no other index answers
+    #: them, ``_by_key``), so PostgreSQL keeps one for the statement
+    #: (prepared, per connection) instead of planning it for each search.
+    #: At 10,220 rows a navigation's statement took 0.35-0.53 ms instead
+    #: of 0.69-1.24 (``benchmarks/README.rst``, "Prepared plans").  Other
+    #: searches are planned for their values: a plan made blind to them
+    #: ranked every row for a word (full text 2.98 -> 6.1 ms), or read
+    #: every visible row for a type without matches.
     plan_kept: bool = False
 
     @property
@@ -427,9 +427,10 @@ def build_query(
     plan = _plan(query, indexes)
     score = None
     score_params: tuple = ()
-    # Where the clause of a folder's items is, in ``clauses`` and in
-    # ``params``; whether a full-text condition is (``SearchSQL.plan_kept``).
-    children = None
+    # Where the first clause that finds few rows by a key is, in
+    # ``clauses`` and in ``params``, and its number of values; whether a
+    # full-text condition is (``SearchSQL.plan_kept``).
+    key = None
     worded = False
     for position, (name, index, query_name) in enumerate(plan):
         if not IQueryIndex.providedBy(aq_base(index)):
@@ -459,8 +460,9 @@ def build_query(
             clauses.append(sql.SQL("FALSE"))
             continue
         clause, values = translated
-        if children is None and clause == CHILDREN:
-            children = (len(clauses), len(params))
+        finds_few = getattr(translator, "finds_few", None)
+        if key is None and finds_few and finds_few(index, clause, index_context):
+            key = (len(clauses), len(params), len(values))
         clauses.append(sql.SQL("(") + clause + sql.SQL(")"))
         params += values
         relevance = getattr(translator, "relevance", None)
@@ -513,7 +515,7 @@ def build_query(
         b_start, b_size = 0, None
     source, source_params = overlay.source(context.columns) if overlay else (TABLE, ())
     plan_kept = (
-        children is not None
+        key is not None
         and not worded
         and not overlay
         and _as_list(_sort_attr(query, "on")) in ([], [POSITION])
@@ -521,7 +523,7 @@ def build_query(
     )
     where = sql.SQL(" AND ").join(clauses)
     if plan_kept:
-        where, params = _by_children(clauses, params, *children)
+        where, params = _by_key(clauses, params, *key)
     return SearchSQL(
         where=where,
         params=tuple(params),
@@ -549,26 +551,26 @@ def _reads_the_table(clause: sql.Composable) -> bool:
     return isinstance(clause, sql.Composed) and any(map(_reads_the_table, clause))
 
 
-def _by_children(clauses: list, params: list, position: int, first: int):
-    """The conditions of a folder's listing, written so that the folder's
-    items are the only ones a SQL index finds (``SearchSQL.plan_kept``):
-    the clause of the folder's items (``clauses[position]``, its one value
-    ``params[first]``), and the others as one ``IS TRUE`` test, which no
-    index answers.  The same rows (``WHERE`` keeps a row where its
-    condition is true).  The plan PostgreSQL keeps for a statement is made
-    blind to its values: with the other conditions open to their indexes,
-    it estimated the site's path range and the security term at a few
-    rows each and combined their bitmaps with the folder's (at 10,220
-    rows: every path of the site read, 1.98 ms instead of 0.24).  Where
-    the catalog holds the items' values, the folder's few items are the
-    plan for any folder."""
+def _by_key(clauses: list, params: list, position: int, first: int, count: int):
+    """The conditions of a search that finds few rows by a key, written so
+    that the key's rows are the only ones a SQL index finds
+    (``SearchSQL.plan_kept``): the key's clause (``clauses[position]``, its
+    ``count`` values from ``params[first]``), and the others as one ``IS
+    TRUE`` test, which no index answers.  The same rows (``WHERE`` keeps
+    a row where its condition is true).  The plan PostgreSQL keeps for a
+    statement is made blind to its values: with the other conditions open
+    to their indexes, it estimated the site's path range and the security
+    term at a few rows each and combined their bitmaps with a folder's
+    items (at 10,220 rows: every path of the site read, 1.98 ms instead of
+    0.24).  The key's few rows are the plan for any value."""
     others = clauses[:position] + clauses[position + 1 :]
     where = clauses[position]
     if others:
         where += (
             sql.SQL(" AND (") + sql.SQL(" AND ").join(others) + sql.SQL(") IS TRUE")
         )
-    return where, [params[first], *params[:first], *params[first + 1 :]]
+    last = first + count
+    return where, [*params[first:last], *params[:first], *params[last:]]
 
 
 #: The index of the items' positions in their folder, which listings sort

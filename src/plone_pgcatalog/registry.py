@@ -493,6 +493,15 @@ class UUIDTranslator(FieldTranslator):
 
     query_options = ("query", "range", "not")
 
+    def finds_few(self, index, clause, context) -> bool:
+        """Whether ``clause`` (of ``where``) finds objects by their UIDs on
+        the typed column: one object a value, whatever the values
+        (``query.SearchSQL.plan_kept``)."""
+        typed = context.column(index.getId(), self.column_kind)
+        return typed is not None and clause == typed + sql.SQL(
+            f" = ANY(%s::{_ARRAY_OF[self.column_kind]})"
+        )
+
     def extract(self, index, obj):
         from Products.PluginIndexes.unindex import _marker
 

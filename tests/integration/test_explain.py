@@ -722,17 +722,21 @@ def _indexes_read(node: dict) -> set[str]:
 
 
 @pytest.mark.parametrize("folders", [None, 40], ids=["as-built", "40-folders"])
-def test_a_folders_listing_keeps_a_plan_that_reads_its_items(explained, folders):
-    """The plan kept for a folder's listing, made blind to the folder and
-    the user, reads the folder's items by ``parent_path`` for every folder
-    and user: no index of another condition, whose selectivity it cannot
-    know (written as one ``IS TRUE`` test, ``query._by_children``).  Else
-    it combined the site's path range, estimated at a few rows, with the
-    folder's: every path of the site read for a listing.  Planned with the
-    catalog's statistics, and as if its rows were in 40 folders (hundreds
-    of items each): the generic plan's estimate of a folder's items is the
-    rows per folder, and the larger it is, the more another index looks
-    worth combining."""
+def test_a_lookup_by_a_key_keeps_a_plan_that_reads_its_rows(explained, folders):
+    """The plan kept for a search that finds few rows by a key (a folder's
+    items, an object by its path or its UIDs: ``SearchSQL.plan_kept``),
+    made blind to the values and the user, reads the key's rows by its
+    index for every value and user: no index of another condition, whose
+    selectivity it cannot know (written as one ``IS TRUE`` test,
+    ``query._by_key``).  Else it combined the site's path range, estimated
+    at a few rows, with a folder's items: every path of the site read for
+    a listing.  Planned with the catalog's statistics, and as if its rows
+    were in 40 folders (hundreds of items each): the generic plan's
+    estimate of a folder's items is the rows per folder, and the larger it
+    is, the more another index looks worth combining."""
+    from plone_pgcatalog.store.columns import sql_index_name
+
+    keys = {"pgcatalog_parent_path", "pgcatalog_path", sql_index_name("UID")}
     kept = [
         (name, user, plan)
         for (name, user), recorded in explained.recorded.items()
@@ -740,6 +744,7 @@ def test_a_folders_listing_keeps_a_plan_that_reads_its_items(explained, folders)
         if plan.plan_kept
     ]
     assert len({name for name, _, _ in kept}) >= 3, kept
+    read_by = set()
     for name, user, plan in kept:
         statements = [plan.ids_query()]
         if plan.windowed:
@@ -747,12 +752,12 @@ def test_a_folders_listing_keeps_a_plan_that_reads_its_items(explained, folders)
         for statement, params in statements:
             generic = _kept_plan(explained.dsn, statement, params, folders)
             outline = f"{name}@{user}\n" + "\n".join(_outline(generic))
-            assert _indexes_read(generic) <= {
-                "pgcatalog_parent_path",
-                "pgcatalog_objects_pkey",
-            }, outline
-            assert "pgcatalog_parent_path" in _indexes_read(generic), outline
+            read = _indexes_read(generic) - {"pgcatalog_objects_pkey"}
+            assert len(read) == 1 and read <= keys, outline
             assert not catalog_scans(generic, explained.partial), outline
+            read_by |= read
+    # Listings and lookups by UID among them.
+    assert {"pgcatalog_parent_path", sql_index_name("UID")} <= read_by, read_by
 
 
 # -- the plan reader, on plans written by hand ------------------------------

@@ -104,3 +104,34 @@ def test_a_listing_with_pending_changes_is_planned_for_them(catalog, searches):
     assert "new" not in _listing(catalog, "a")
     assert searches[-1].kept
     transaction.abort()
+
+
+def test_a_lookup_by_uid_keeps_its_plan(catalog, searches):
+    """plone.app.uuid's lookup of an object by its UID (links resolved by
+    UID, relations), as many requests run it: one plan kept for every
+    UID."""
+    from plone.app.uuid.utils import uuidToCatalogBrain
+    from plone.app.uuid.utils import uuidToObject
+
+    pages = [api.content.get(path=f"/{name}/{name}-0") for name in "ab"]
+    uids = [api.content.get_uuid(page) for page in pages]
+    for request in range(8):
+        transaction.begin()
+        uid = uids[request % 2]
+        assert (
+            uuidToCatalogBrain(uid).getPath() == pages[request % 2].absolute_url_path()
+        )
+        assert uuidToObject(uid) == pages[request % 2]
+        transaction.abort()
+    lookups = [found for found in searches if '"UID" = ANY' in found.statement]
+    # (uuidToObject finds the path by the UID index object, ``indexes``.)
+    assert len(lookups) >= 8 and all(found.kept for found in lookups)
+    transaction.begin()
+    catalog.searchResults(portal_type="Folder")
+    [plans] = [
+        plans
+        for statement, plans in _prepared(catalog).items()
+        if '"UID" = ANY' in statement
+    ]
+    assert sum(plans) == len(lookups)
+    transaction.abort()

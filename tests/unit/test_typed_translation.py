@@ -255,10 +255,12 @@ def test_a_folders_listing_keeps_its_plan(query):
 @pytest.mark.parametrize(
     "query",
     [
-        # A subtree, the object itself, two folders' items.
+        # A subtree, two folders' items.
         {"path": "/plone/a", "sort_on": "getObjPositionInParent"},
-        {"path": {"query": "/plone/a", "depth": 0}},
         {"path": {"query": ["/plone/a", "/plone/b"], "depth": 1}},
+        # UIDs not on their column (not ready), or not looked up.
+        {"UID": {"query": ["x"], "range": "min"}},
+        {"UID": {"not": "x"}},
         # Sorted on a key whose index PostgreSQL may walk for a large
         # folder's first items, or ranked: a plan for the values.
         {"path": {"query": "/plone/a", "depth": 1}, "sort_on": "created"},
@@ -284,6 +286,36 @@ def test_a_folders_listing_keeps_its_plan(query):
 )
 def test_other_searches_are_planned_for_their_values(query):
     assert not _listing_plan(query).plan_kept
+
+
+@pytest.mark.parametrize(
+    "query,key,values",
+    [
+        # plone.app.uuid's lookup of a brain, a relation list's targets.
+        ({"UID": "x"}, '"UID" = ANY(%s::text[])', [["x"]]),
+        (
+            {"UID": ["x", "y"], "portal_type": "Document"},
+            '"UID" = ANY(%s::text[])',
+            [["x", "y"]],
+        ),
+        # One object by its path.
+        ({"path": {"query": "/plone/a", "depth": 0}}, "path = %s", ["/plone/a"]),
+    ],
+)
+def test_a_lookup_by_a_key_keeps_its_plan(query, key, values):
+    """One object a value: the key's index is the plan for any value."""
+    plan = _listing_plan(query)
+    assert plan.plan_kept
+    where = plan.where.as_string(None)
+    assert where.startswith(f"({key}) AND ((path = %s OR ")
+    assert where.endswith(") IS TRUE")
+    assert list(plan.params[: len(values)]) == values
+    assert list(plan.params[len(values) :][:3]) == ["/plone", "/plone/", "/plone0"]
+
+
+def test_uids_not_on_their_column_are_planned_for_their_values():
+    assert _listing_plan({"UID": "x"}).plan_kept
+    assert not _listing_plan({"UID": "x"}, ready={}).plan_kept
 
 
 def test_a_listing_with_pending_changes_is_planned_for_them():
