@@ -216,7 +216,8 @@ def _count(conn: psycopg.Connection, search: SearchSQL) -> int:
     # A window past the end returns no row to carry the total: ask for it.
     statement, params = search.count_query()
     with json_cursor(conn) as cursor:
-        cursor.execute(statement, params)
+        # Planned for its values, as the search was (``_execute``).
+        cursor.execute(statement, params, prepare=False)
         return cursor.fetchone()[0]
 
 
