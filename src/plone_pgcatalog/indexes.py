@@ -544,11 +544,16 @@ class ValueIndexView(DataIndexView):
         return rows.fetch(statement, params)
 
     def _value_rids(self, rows: _Rows, key) -> list[int]:
+        """Ids of the objects whose value is ``key`` (``_index.get``), as a
+        search finds them: on the typed column where the key fits it (its
+        B-tree), else by ``idx``.  By ``idx`` alone, which no SQL index
+        holds once the column is ready, plone.app.uuid's lookup of a UID
+        read every row of the site: 32 ms at 10,220 rows instead of 0.06."""
+        translator = get_translator(self.__dict__["_definition"].meta_type)
+        clause, values = translator.equals(self._name, [key], self._typed(rows))
         scope, params = rows.scope()
-        statement = sql.SQL("SELECT zoid {} AND {} = %s ORDER BY zoid").format(
-            scope, json_key(self._name)
-        )
-        return [zoid for (zoid,) in rows.fetch(statement, [*params, Jsonb(key)])]
+        statement = sql.SQL("SELECT zoid {} AND {} ORDER BY zoid").format(scope, clause)
+        return [zoid for (zoid,) in rows.fetch(statement, [*params, *values])]
 
     def _value_items(self, rows: _Rows) -> list[tuple]:
         key = json_key(self._name)
@@ -745,12 +750,21 @@ class KeywordIndexView(ValueIndexView):
         return rows.fetch(statement, params)
 
     def _value_rids(self, rows, key):
-        # The GIN index of the keyword index serves containment.
+        # A string on the typed column's GIN index (``ValueIndexView``);
+        # other values by containment in ``idx``.
+        typed = self._typed(rows)
+        if typed is not None and isinstance(key, str):
+            condition, values = KeywordTranslator.overlaps(
+                self._name, [key], typed=typed
+            )
+        else:
+            condition = sql.SQL("{} @> %s").format(json_key(self._name))
+            values = [Jsonb([key])]
         scope, params = rows.scope()
-        statement = sql.SQL("SELECT zoid {} AND {} @> %s ORDER BY zoid").format(
-            scope, json_key(self._name)
+        statement = sql.SQL("SELECT zoid {} AND {} ORDER BY zoid").format(
+            scope, condition
         )
-        return [zoid for (zoid,) in rows.fetch(statement, [*params, Jsonb([key])])]
+        return [zoid for (zoid,) in rows.fetch(statement, [*params, *values])]
 
     def _value_items(self, rows):
         scope, params = rows.scope(self._elements())

@@ -242,7 +242,7 @@ class FieldTranslator:
             return MISSING
         return comparable(datum)
 
-    def _equals(
+    def equals(
         self, name: str, values: list, typed=None, negated: bool = False
     ) -> tuple[sql.Composable, list]:
         """Objects whose value is one of ``values``: on the typed column
@@ -262,7 +262,7 @@ class FieldTranslator:
         keys = [self.convert(index, key) for key in query.keys if key is not None]
         not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
-            return _not_only(name, self._equals(name, not_keys, typed), context)
+            return _not_only(name, self.equals(name, not_keys, typed), context)
         range_spec = query.get("range")
         if range_spec:
             fits = all(_fits(self.column_kind, key) for key in keys)
@@ -275,9 +275,9 @@ class FieldTranslator:
             # One value per object: no object equals two different values.
             return sql.SQL("FALSE"), []
         else:
-            clause, params = self._equals(name, keys, typed)
+            clause, params = self.equals(name, keys, typed)
         if not_keys:
-            excluded, values = self._equals(name, not_keys, typed, negated=True)
+            excluded, values = self.equals(name, not_keys, typed, negated=True)
             clause = sql.SQL("{} AND NOT {}").format(clause, excluded)
             params = [*params, *values]
         return clause, params
@@ -402,7 +402,7 @@ class KeywordTranslator:
         return sorted({comparable(k) for k in keywords}, key=repr)
 
     @staticmethod
-    def _overlaps(name: str, keys: list, all_of: bool = False, typed=None):
+    def overlaps(name: str, keys: list, all_of: bool = False, typed=None):
         """Objects whose keywords include any (or all) of ``keys``."""
         if typed is not None and all(isinstance(key, str) for key in keys):
             operator = " @> %s::text[]" if all_of else " && %s::text[]"
@@ -468,7 +468,7 @@ class KeywordTranslator:
         keys = [self.convert(index, key) for key in query.keys if key is not None]
         not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
-            return _not_only(name, self._overlaps(name, not_keys, typed=typed), context)
+            return _not_only(name, self.overlaps(name, not_keys, typed=typed), context)
         all_of = query.operator == "and"
         range_spec = query.get("range")
         if range_spec:
@@ -476,9 +476,9 @@ class KeywordTranslator:
         elif not keys:
             return None
         else:
-            clause, params = self._overlaps(name, keys, all_of, typed)
+            clause, params = self.overlaps(name, keys, all_of, typed)
         if not_keys:
-            excluded, values = self._overlaps(name, not_keys, typed=typed)
+            excluded, values = self.overlaps(name, not_keys, typed=typed)
             clause = sql.SQL("{} AND NOT COALESCE({}, FALSE)").format(clause, excluded)
             params = [*params, *values]
         return clause, params
