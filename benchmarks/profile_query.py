@@ -38,7 +38,11 @@ import worker
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="benchmarks/profile_query.py")
     parser.add_argument("--instance", type=Path, required=True)
-    names = [scenario.name for scenario in scenarios.SCENARIOS] + ["page", "unique"]
+    names = [scenario.name for scenario in scenarios.SCENARIOS] + [
+        "page",
+        "unique",
+        "uid_lookups",
+    ]
     parser.add_argument("--scenario", default="simple", choices=names)
     parser.add_argument("--mode", default="ids", choices=scenarios.MODES)
     parser.add_argument("--iterations", type=int, default=200)
@@ -55,7 +59,7 @@ def main(argv=None) -> int:
         help="time the request's end too, with the result still in use",
     )
     args = parser.parse_args(argv)
-    if args.through_end and args.scenario in ("page", "unique"):
+    if args.through_end and args.scenario in ("page", "unique", "uid_lookups"):
         parser.error("--through-end: give a scenario of one search")
     zope_conf = args.instance / "etc" / "zope.conf"
     if not zope_conf.exists():
@@ -67,6 +71,8 @@ def main(argv=None) -> int:
         action = scenarios.page_queries
     elif args.scenario == "unique":
         action = scenarios.unique_subjects
+    elif args.scenario == "uid_lookups":
+        action = scenarios.uid_lookups
     else:
         scenario = next(s for s in scenarios.SCENARIOS if s.name == args.scenario)
         anonymous = scenario.anonymous

@@ -192,6 +192,33 @@ def unique_subjects(catalog, site_path: str) -> int:
     return len(catalog.uniqueValuesFor("Subject"))
 
 
+#: ``{site path: UIDs}`` that ``uid_lookups`` resolves, found once per
+#: process (in its first, untimed warm-up request).
+_UIDS: dict[str, list[str]] = {}
+
+
+def uid_lookups(catalog, site_path: str) -> int:
+    """A page's links resolved by UID, as plone.app.uuid does for rich
+    text's ``resolveuid`` links and relations: the path of each of
+    ``WINDOW`` objects (the UID index, ``uuidToPhysicalPath``) and its
+    brain (``uuidToCatalogBrain``, a search)."""
+    from plone.app.uuid.utils import uuidToCatalogBrain
+    from plone.app.uuid.utils import uuidToPhysicalPath
+
+    uids = _UIDS.get(site_path)
+    if uids is None:
+        found = catalog.searchResults(
+            portal_type="Document", sort_on="id", sort_limit=WINDOW
+        )
+        uids = _UIDS[site_path] = [brain.UID for brain in found[:WINDOW]]
+    resolved = 0
+    for uid in uids:
+        path = uuidToPhysicalPath(uid)
+        brain = uuidToCatalogBrain(uid)
+        resolved += path is not None and brain.getPath() == path
+    return resolved
+
+
 @dataclass
 class Measurement:
     name: str
@@ -308,6 +335,18 @@ def all_measurements(session, warmup: int, iterations: int, progress=None):
     measurements.append(
         measure(
             session,
+            "uid_lookups",
+            f"{WINDOW} links resolved by UID (path and brain, plone.app.uuid)",
+            "ids",
+            False,
+            uid_lookups,
+            warmup,
+            iterations,
+        )
+    )
+    measurements.append(
+        measure(
+            session,
             "unique_subjects",
             "uniqueValuesFor('Subject')",
             "ids",
@@ -370,6 +409,7 @@ def explain_all(session, dsn: str, only: str | None = None) -> list[dict]:
         for s in all_scenarios()
     ]
     actions.append(("page", True, page_queries))
+    actions.append(("uid_lookups", False, uid_lookups))
     if only is not None:
         actions = [action for action in actions if action[0] == only]
     with psycopg.connect(dsn, autocommit=True) as pg:

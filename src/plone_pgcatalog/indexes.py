@@ -662,7 +662,21 @@ class ValueIndexView(DataIndexView):
         return ForwardIndex(self)
 
     def _rids_for(self, key) -> list[int]:
-        return self._value_rids(self._rows(), comparable(key))
+        """Ids of the objects whose value is ``key``: kept per committed
+        state (``snapshots.lookups``) where they are a page's worth at
+        most; a page resolves the same UIDs on every view."""
+        rows = self._rows()
+        value = comparable(key)
+        cache_key = None
+        if snapshots.lookups.enabled:
+            cache_key = rows.cache_key(
+                "rids", self._name, type(self).__name__, repr(value)
+            )
+        return snapshots.lookups.get(
+            cache_key,
+            lambda: self._value_rids(rows, value),
+            keep=lambda rids: len(rids) <= snapshots.RESULT_ROWS,
+        )
 
     def _index_entry(self, rids: list[int]):
         return _rid_set(rids)

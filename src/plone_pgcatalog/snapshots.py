@@ -1,8 +1,10 @@
 """Answers kept per committed state of the database, shared by its readers.
 
-Owns: ``SnapshotCache`` and the two caches of the package:
-``unique_values`` (``uniqueValues`` of the index objects) and ``results``
-(the rows searches found).
+Owns: ``SnapshotCache`` and the three caches of the package:
+``unique_values`` (``uniqueValues`` of the index objects), ``results``
+(the rows searches found) and ``lookups`` (the objects of one value of an
+index object, ``_index.get``, and the path of a record id, ``getpath``:
+plone.app.uuid's lookups of a UID, which a page repeats for each link).
 
 zodb-pgjsonb begins each read snapshot, then reads the id of the last
 committed transaction in it (``connection.snapshot_id``): every reader of
@@ -11,9 +13,9 @@ the answer of all of them.  Never stale: a commit makes a new id, so a new
 key.  An answer that lays a transaction's pending changes over the stored
 rows is never kept (the callers give no key for it).
 
-``results`` can be switched off with the environment variable
-``PGCATALOG_RESULT_CACHE=off`` (the benchmark does, to measure searches
-themselves).  Must not open connections or build SQL.
+``results`` and ``lookups`` can be switched off with the environment
+variable ``PGCATALOG_RESULT_CACHE=off`` (the benchmark does, to measure
+searches themselves).  Must not open connections or build SQL.
 """
 
 from __future__ import annotations
@@ -69,3 +71,6 @@ unique_values = SnapshotCache(512)
 #: full.
 RESULT_ROWS = 200
 results = SnapshotCache(1024, enabled=not _switched_off("PGCATALOG_RESULT_CACHE"))
+#: Small answers (a list of record ids, a path), many of them: a site's
+#: links by UID.
+lookups = SnapshotCache(8192, enabled=results.enabled)

@@ -151,6 +151,7 @@ class DatabaseSnapshot:
         # rows a test then changed by hand, with SQL, at the same state.
         snapshots.results.clear()
         snapshots.unique_values.clear()
+        snapshots.lookups.clear()
 
 
 def open_db(dsn: str):

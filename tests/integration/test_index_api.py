@@ -685,6 +685,50 @@ def test_index_lookups_read_the_typed_columns(
         assert sql_index_name(name, "c") in plan and "Seq Scan" not in plan, plan
 
 
+def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
+    """plone.app.uuid's path of a UID (the UID index object, then
+    ``getpath``), which a page asks for each of its links on every view:
+    read once per committed state (``snapshots.lookups``), read again
+    after a commit (a rename: the new path), and not kept while the
+    transaction has pending changes."""
+    from plone.app.uuid.utils import uuidToPhysicalPath
+    from plone_pgcatalog.store import search
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    page = api.content.create(container=portal, type="Document", id="page")
+    transaction.commit()
+    uid = api.content.get_uuid(page)
+    seen = _statements(monkeypatch)
+    paths_read = []
+    path_of = search.path_of
+
+    def recording(conn, zoid, site_path):
+        paths_read.append(zoid)
+        return path_of(conn, zoid, site_path)
+
+    monkeypatch.setattr(search, "path_of", recording)
+    for request in range(3):
+        transaction.begin()
+        assert uuidToPhysicalPath(uid) == "/plone/page"
+        transaction.abort()
+    assert len(seen) == 1 and len(paths_read) == 1
+    # A new committed state: read again, the path where it is now.
+    api.content.rename(obj=page, new_id="renamed")
+    transaction.commit()
+    for request in range(2):
+        transaction.begin()
+        assert uuidToPhysicalPath(uid) == "/plone/renamed"
+        transaction.abort()
+    assert len(seen) == 2 and len(paths_read) == 2
+    # Pending changes: read from the rows as the transaction sees them.
+    transaction.begin()
+    api.content.create(container=portal, type="Document", id="other")
+    assert uuidToPhysicalPath(uid) == "/plone/renamed"
+    assert len(seen) == 3 and len(paths_read) == 3
+    transaction.abort()
+
+
 def test_genericsetup_exports_and_imports_catalog_xml_through_the_views(pg_layer):
     from Products.GenericSetup.interfaces import IBody
     from Products.GenericSetup.testing import DummySetupEnviron

@@ -52,8 +52,10 @@ def _prepared(catalog) -> dict[str, tuple[int, int]]:
 
 @pytest.fixture
 def catalog(pg_layer, monkeypatch):
-    # Every search runs its statement: none answered from a kept result.
+    # Every search and lookup runs its statement: none answered from a
+    # kept result.
     monkeypatch.setattr(snapshots.results, "enabled", False)
+    monkeypatch.setattr(snapshots.lookups, "enabled", False)
     _site(pg_layer["portal"])
     return pg_layer["portal"].portal_catalog
 
