@@ -554,7 +554,15 @@ class ValueIndexView(DataIndexView):
         holds once the column is ready, plone.app.uuid's lookup of a UID
         read every row of the site: 32 ms at 10,220 rows instead of 0.06."""
         translator = get_translator(self.__dict__["_definition"].meta_type)
-        clause, values = translator.equals(self._name, [key], self._typed(rows))
+        equals = getattr(translator, "equals", None)
+        if equals is not None:
+            clause, values = equals(self._name, [key], self._typed(rows))
+        else:
+            # An add-on's translator that names this view without being a
+            # FieldTranslator (``IIndexTranslator.index_view``): its value
+            # in ``idx``, which its own SQL index may hold.
+            clause = sql.SQL("{} = %s").format(json_key(self._name))
+            values = [Jsonb(key)]
         scope, params = rows.scope()
         statement = sql.SQL("SELECT zoid {} AND {} ORDER BY zoid").format(scope, clause)
         return [zoid for (zoid,) in rows.fetch(statement, [*params, *values])]

@@ -256,6 +256,14 @@ def test_an_add_on_index_type_brings_its_sql_index_and_its_view(
         view = catalog.Indexes["title_initial"]
         assert sorted(view.uniqueValues()) == ["a", "b", "p"]
         assert view.numObjects() == 4
+        # Its objects of one value (``_index.get``): the translator has no
+        # typed column and no ``equals`` of a FieldTranslator.
+        apple, avocado = (
+            catalog.getrid(brain.getPath())
+            for brain in api.content.find(title_initial="a", sort_on="sortable_title")
+        )
+        assert sorted(view._index.get("a")) == sorted([apple, avocado])
+        assert view._index.get("z") is None
     finally:
         # Tests share the database's DDL (each restores rows only): the
         # deletion drops the SQL index when the next commit begins.

@@ -665,12 +665,9 @@ def test_index_lookups_read_the_typed_columns(
     """``_index.get(value)`` (plone.app.uuid's lookup of a path by UID) on
     the typed column, with a search's condition: by ``idx``, which no SQL
     index holds once the column is ready, it read every row of the site
-    (32 ms at 10,220 rows).  A UID is one row: its B-tree is the plan even
-    on a test site's few rows (which index serves the others there is a
-    toss-up of the statistics; ``test_explain`` proves their conditions on
-    a large catalog)."""
-    from plone_pgcatalog.store.schema import sql_index_name
-
+    (32 ms at 10,220 rows).  Which index serves them on a test site's few
+    rows is a toss-up of the statistics (the primary key's walk, at
+    times): ``test_explain`` proves the plans on a large catalog."""
     portal = pg_layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
     page = api.content.create(
@@ -686,9 +683,6 @@ def test_index_lookups_read_the_typed_columns(
     assert found == rid if name == "UID" else rid in found
     statement, params = seen[-1]
     assert f" {condition} ORDER BY zoid" in statement.as_string(None)
-    if name == "UID":
-        plan = _plan(statement, params)
-        assert sql_index_name(name, "c") in plan and "Seq Scan" not in plan, plan
 
 
 def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
@@ -698,8 +692,11 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     after a commit (a rename: the new path), and not kept while the
     transaction has pending changes."""
     from plone.app.uuid.utils import uuidToPhysicalPath
+    from plone_pgcatalog import snapshots
     from plone_pgcatalog.store import search
 
+    # On whatever ``PGCATALOG_RESULT_CACHE`` says.
+    monkeypatch.setattr(snapshots.lookups, "enabled", True)
     portal = pg_layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
     page = api.content.create(container=portal, type="Document", id="page")
