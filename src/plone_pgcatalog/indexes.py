@@ -53,6 +53,7 @@ from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
 from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.query import by_key
 from plone_pgcatalog.registry import BooleanTranslator
 from plone_pgcatalog.registry import comparable
 from plone_pgcatalog.registry import DateRangeTranslator
@@ -739,10 +740,17 @@ class UUIDIndexView(ValueIndexView):
         if typed is None or rows.source_params or not isinstance(key, str):
             return super()._value_rids(rows, key)
         site, site_params = path_clause(rows.site_path, -1)
-        statement = sql.SQL(
-            "SELECT zoid FROM {} WHERE {} = %s AND ({}) IS TRUE ORDER BY zoid"
-        ).format(rows.source, typed, site)
-        found = rows.fetch(statement, [key, *site_params], keep_plan=True)
+        where, params = by_key(
+            [site, typed + sql.SQL(" = %s")],
+            [*site_params, key],
+            1,
+            len(site_params),
+            1,
+        )
+        statement = sql.SQL("SELECT zoid FROM {} WHERE {} ORDER BY zoid").format(
+            rows.source, where
+        )
+        found = rows.fetch(statement, params, keep_plan=True)
         return [zoid for (zoid,) in found]
 
     def _values(self, rows):

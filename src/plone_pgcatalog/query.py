@@ -138,7 +138,7 @@ class SearchSQL:
     #: full-text condition, pending changes or a subquery of the table: the
     #: best plan is the same for every value (the key's rows by its index;
     #: the other conditions are written so that no other index answers
-    #: them, ``_by_key``), so PostgreSQL keeps one for the statement
+    #: them, ``by_key``), so PostgreSQL keeps one for the statement
     #: (prepared, per connection) instead of planning it for each search.
     #: At 10,220 rows a navigation's statement took 0.35-0.53 ms instead
     #: of 0.69-1.24 (``benchmarks/README.rst``, "Prepared plans").  Other
@@ -523,7 +523,7 @@ def build_query(
     )
     where = sql.SQL(" AND ").join(clauses)
     if plan_kept:
-        where, params = _by_key(clauses, params, *key)
+        where, params = by_key(clauses, params, *key)
     return SearchSQL(
         where=where,
         params=tuple(params),
@@ -551,7 +551,7 @@ def _reads_the_table(clause: sql.Composable) -> bool:
     return isinstance(clause, sql.Composed) and any(map(_reads_the_table, clause))
 
 
-def _by_key(clauses: list, params: list, position: int, first: int, count: int):
+def by_key(clauses: list, params: list, position: int, first: int, count: int):
     """The conditions of a search that finds few rows by a key, written so
     that the key's rows are the only ones a SQL index finds
     (``SearchSQL.plan_kept``): the key's clause (``clauses[position]``, its

@@ -759,7 +759,7 @@ def test_a_lookup_by_a_key_keeps_a_plan_that_reads_its_rows(explained, folders):
     made blind to the values and the user, reads the key's rows by its
     index for every value and user: no index of another condition, whose
     selectivity it cannot know (written as one ``IS TRUE`` test,
-    ``query._by_key``).  Else it combined the site's path range, estimated
+    ``query.by_key``).  Else it combined the site's path range, estimated
     at a few rows, with a folder's items: every path of the site read for
     a listing.  Planned with the catalog's statistics, and as if its rows
     were in 40 folders (hundreds of items each): the generic plan's
