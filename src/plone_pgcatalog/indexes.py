@@ -735,7 +735,9 @@ class UUIDIndexView(ValueIndexView):
         """A UID's object on the typed column, by a plan kept for every UID
         (``query.SearchSQL.plan_kept``: the other condition, the site, one
         ``IS TRUE`` test no index answers): plone.app.uuid resolves every
-        link by UID."""
+        link by UID.  Its path is read with it and remembered for the
+        transaction (``snapshots.remember_paths``): ``getpath``, asked next,
+        needs no round trip."""
         typed = self._typed(rows)
         if typed is None or rows.source_params or not isinstance(key, str):
             return super()._value_rids(rows, key)
@@ -747,11 +749,14 @@ class UUIDIndexView(ValueIndexView):
             len(site_params),
             1,
         )
-        statement = sql.SQL("SELECT zoid FROM {} WHERE {} ORDER BY zoid").format(
+        statement = sql.SQL("SELECT zoid, path FROM {} WHERE {} ORDER BY zoid").format(
             rows.source, where
         )
         found = rows.fetch(statement, params, keep_plan=True)
-        return [zoid for (zoid,) in found]
+        state = rows.cache_key()
+        if state is not None:
+            snapshots.remember_paths(state, found)
+        return [zoid for zoid, _ in found]
 
     def _values(self, rows):
         # Every value is distinct: one pass, not one B-tree probe per value.

@@ -493,13 +493,34 @@ class UUIDTranslator(FieldTranslator):
 
     query_options = ("query", "range", "not")
 
+    def equals(
+        self, name: str, values: list, typed=None, negated: bool = False
+    ) -> tuple[sql.Composable, list]:
+        """As FieldTranslator's, but one UID on the typed column is
+        ``= %s``: plone.app.uuid's lookup of a brain, whose plan is kept
+        (``finds_few``).  PostgreSQL keeps a prepared statement's plan made
+        blind to its values only where it estimates it as cheap as the
+        plans made for them: it estimates ``= %s`` at one row, as it is,
+        but ``= ANY(%s)`` at ten values, so it planned every lookup of one
+        UID for its value (0.9 ms a brain instead of 0.23 at 500
+        documents).  A list of UIDs is still planned for its values."""
+        if (
+            typed is not None
+            and not negated
+            and len(values) == 1
+            and _fits(self.column_kind, values[0])
+        ):
+            return typed + sql.SQL(" = %s::text"), [values[0]]
+        return super().equals(name, values, typed, negated)
+
     def finds_few(self, index, clause, context) -> bool:
         """Whether ``clause`` (of ``where``) finds objects by their UIDs on
         the typed column: one object a value, whatever the values
         (``query.SearchSQL.plan_kept``)."""
         typed = context.column(index.getId(), self.column_kind)
-        return typed is not None and clause == typed + sql.SQL(
-            f" = ANY(%s::{_ARRAY_OF[self.column_kind]})"
+        return typed is not None and clause in (
+            typed + sql.SQL(" = %s::text"),
+            typed + sql.SQL(f" = ANY(%s::{_ARRAY_OF[self.column_kind]})"),
         )
 
     def extract(self, index, obj):

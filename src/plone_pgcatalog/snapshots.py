@@ -15,7 +15,14 @@ rows is never kept (the callers give no key for it).
 
 ``results`` and ``lookups`` can be switched off with the environment
 variable ``PGCATALOG_RESULT_CACHE=off`` (the benchmark does, to measure
-searches themselves).  Must not open connections or build SQL.
+searches themselves).
+
+Also owns what one transaction read and may ask again (``remember_paths``,
+``path_read``): not shared, gone with the transaction, so not switched off
+with the caches (one transaction reads one committed state, as ZCatalog's
+reads of its BTrees do).
+
+Must not open connections or build SQL.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from collections.abc import Callable
 
 import os
 import threading
+import transaction
 
 
 class SnapshotCache:
@@ -74,3 +82,42 @@ results = SnapshotCache(1024, enabled=not _switched_off("PGCATALOG_RESULT_CACHE"
 #: Small answers (a list of record ids, a path), many of them: a site's
 #: links by UID.
 lookups = SnapshotCache(8192, enabled=results.enabled)
+
+
+#: The paths one transaction remembers at most (``remember_paths``): a
+#: script resolving a whole site's UIDs in one transaction reads them again.
+TRANSACTION_PATHS = 10_000
+_PATHS_READ = "plone_pgcatalog.paths_read"
+
+
+def _paths_read() -> dict:
+    txn = transaction.get()
+    try:
+        return txn.data(_PATHS_READ)
+    except KeyError:
+        found: dict = {}
+        txn.set_data(_PATHS_READ, found)
+        return found
+
+
+def remember_paths(state: tuple, rows) -> None:
+    """Remember, for this transaction, the stored paths of ``rows``
+    (``(record id, path)``) of the committed state and site ``state``
+    (``_Rows.cache_key()``): plone.app.uuid reads a UID's record id, then
+    asks ``getpath`` for it; with the path read together, that second
+    question needs no round trip."""
+    found = _paths_read()
+    for rid, path in rows:
+        if len(found) >= TRANSACTION_PATHS:
+            return
+        found[(*state, rid)] = path
+
+
+def path_read(state: tuple, rid: int) -> str | None:
+    """The stored path of ``rid`` this transaction read in ``state``, or
+    None."""
+    try:
+        found = transaction.get().data(_PATHS_READ)
+    except KeyError:
+        return None
+    return found.get((*state, rid))

@@ -625,24 +625,29 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     @security.protected(search_zcatalog)
     def getpath(self, rid: int) -> str:
         """The path of record id ``rid`` (KeyError if it is not one of the
-        site's).  Kept per committed state where the transaction has no
-        pending changes (``snapshots.lookups``): plone.app.uuid asks for
-        the path of each UID it resolves."""
+        site's).  plone.app.uuid asks for the path of each UID it resolves:
+        the path its lookup read in this transaction
+        (``snapshots.path_read``) needs no round trip, and the paths read
+        are kept per committed state where the transaction has no pending
+        changes (``snapshots.lookups``)."""
         pending = current_pending()
         if pending and rid in pending.rows:
             return pending.rows[rid].path
         site_path = self.site_path()
-        key = None
-        if not pending and snapshots.lookups.enabled:
-            snapshot = connection.snapshot_id(self)
-            if snapshot is not None:
+        snapshot = connection.snapshot_id(self)
+        path = None
+        if snapshot is not None:
+            path = snapshots.path_read((*snapshot, site_path), rid)
+        if path is None:
+            key = None
+            if not pending and snapshots.lookups.enabled and snapshot is not None:
                 key = (*snapshot, site_path, "getpath", rid)
 
-        def read() -> str | None:
-            with connection.reading(self) as conn:
-                return search.path_of(conn, rid, site_path)
+            def read() -> str | None:
+                with connection.reading(self) as conn:
+                    return search.path_of(conn, rid, site_path)
 
-        path = snapshots.lookups.get(key, read)
+            path = snapshots.lookups.get(key, read)
         if path is None:
             raise KeyError(rid)
         # A row of a subtree this transaction moved: where it is now.

@@ -732,6 +732,55 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     transaction.abort()
 
 
+def test_a_uids_path_comes_with_its_record_id(pg_layer, monkeypatch):
+    """plone.app.uuid's ``uuidToPhysicalPath``, caches off: the UID
+    lookup reads the path with the record id and ``getpath`` asks nothing
+    more (``snapshots.remember_paths``), in this transaction only; with the
+    folder renamed in the transaction, the path where the page is now."""
+    from plone.app.uuid.utils import uuidToPhysicalPath
+    from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import search
+
+    monkeypatch.setattr(snapshots.lookups, "enabled", False)
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = api.content.create(container=portal, type="Folder", id="folder")
+    page = api.content.create(container=folder, type="Document", id="page")
+    other = api.content.create(container=portal, type="Document", id="other")
+    transaction.commit()
+    uid, other_uid = api.content.get_uuid(page), api.content.get_uuid(other)
+    seen = _statements(monkeypatch)
+    paths_read = []
+    path_of = search.path_of
+
+    def recording(conn, zoid, site_path):
+        paths_read.append(zoid)
+        return path_of(conn, zoid, site_path)
+
+    monkeypatch.setattr(search, "path_of", recording)
+    catalog = api.portal.get_tool("portal_catalog")
+    for request in range(2):
+        transaction.begin()
+        assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+        assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+        transaction.abort()
+    # One lookup a call (the caches are off), no path read on its own.
+    assert len(seen) == 4 and paths_read == []
+    # A record id whose UID was not looked up: its path is read.
+    transaction.begin()
+    other_rid = catalog.getrid("/plone/other")
+    assert catalog.getpath(other_rid) == "/plone/other"
+    assert paths_read == [other_rid]
+    transaction.abort()
+    # Read before the rename, asked after it: where the page is now.
+    transaction.begin()
+    assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+    api.content.rename(obj=portal["folder"], new_id="moved")
+    assert uuidToPhysicalPath(uid) == "/plone/moved/page"
+    assert uuidToPhysicalPath(other_uid) == "/plone/other"
+    transaction.abort()
+
+
 def test_genericsetup_exports_and_imports_catalog_xml_through_the_views(pg_layer):
     from Products.GenericSetup.interfaces import IBody
     from Products.GenericSetup.testing import DummySetupEnviron

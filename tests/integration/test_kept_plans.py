@@ -14,6 +14,7 @@ from plone_pgcatalog.store import connection
 from psycopg.rows import tuple_row
 
 import pytest
+import re
 import transaction
 
 
@@ -111,7 +112,8 @@ def test_a_listing_with_pending_changes_is_planned_for_them(catalog, searches):
 def test_a_lookup_by_uid_keeps_its_plan(catalog, searches):
     """plone.app.uuid's lookup of an object by its UID (links resolved by
     UID, relations), as many requests run it: one plan kept for every
-    UID."""
+    UID, and PostgreSQL runs it (written ``= ANY(%s)``, it estimated the
+    plan blind to the values at ten UIDs and made a plan for every one)."""
     from plone.app.uuid.utils import uuidToCatalogBrain
     from plone.app.uuid.utils import uuidToObject
 
@@ -125,17 +127,18 @@ def test_a_lookup_by_uid_keeps_its_plan(catalog, searches):
         )
         assert uuidToObject(uid) == pages[request % 2]
         transaction.abort()
-    lookups = [found for found in searches if '"UID" = ANY' in found.statement]
+    lookups = [found for found in searches if '("UID" = %s::text)' in found.statement]
     # (uuidToObject finds the path by the UID index object, ``indexes``.)
     assert len(lookups) >= 8 and all(found.kept for found in lookups)
     transaction.begin()
     catalog.searchResults(portal_type="Folder")
-    [plans] = [
+    [(generic, custom)] = [
         plans
         for statement, plans in _prepared(catalog).items()
-        if '"UID" = ANY' in statement
+        if re.search(r'\("UID" = \$\d+::text\)', statement)
     ]
-    assert sum(plans) == len(lookups)
+    # Five plans made for the values, then the kept one.
+    assert generic + custom == len(lookups) and generic >= len(lookups) - 5
     transaction.abort()
 
 
