@@ -2,7 +2,7 @@
 
 Owns: the sequence a search returns and the brains in it.  The search
 itself fetched ``(zoid, path)`` of the window and the metadata of its
-first rows (``search.meta_rows``); the others' is loaded in windows of
+first rows (``search.META_ROWS``); the others' is loaded in windows of
 brains as they are read (``MetadataBatch``), and all is decoded per brain
 and column when it is read.
 

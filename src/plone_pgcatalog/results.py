@@ -152,7 +152,7 @@ def search_results(
 
     def load_metadata(zoids):
         stored = [zoid for zoid in zoids if zoid not in pending_meta]
-        # The first rows' came with the search (``search.meta_rows``).
+        # The first rows' came with the search (``search.META_ROWS``).
         loaded = {}
         if searched_in is not None and connection.snapshot_id(catalog) == searched_in:
             loaded = search.metadata_given(found, stored)

@@ -74,11 +74,9 @@ def _switched_off(name: str) -> bool:
 unique_values = SnapshotCache(512)
 #: Results of up to ``RESULT_ROWS`` rows (a page, the first rows of a
 #: large result) are kept, with their first rows' metadata
-#: (``search.meta_rows``: a page read from here costs no round trip):
+#: (``search.META_ROWS``: a page read from here costs no round trip):
 #: about 12 MB of rows and 23 MB of metadata (1.1 KB a Plone page's) when
-#: full of pages of 20; a folder's listing brings up to 100 items'
-#: metadata, so a cache full of listings of large folders holds up to
-#: 110 MB of it.
+#: full.
 RESULT_ROWS = 200
 results = SnapshotCache(1024, enabled=not _switched_off("PGCATALOG_RESULT_CACHE"))
 #: Small answers (a list of record ids, a path), many of them: a site's

@@ -100,40 +100,6 @@ def test_the_first_rows_metadata_comes_with_the_search(
     assert len(loads) == 1
 
 
-def test_a_folders_listing_brings_every_items_metadata(many, searches, monkeypatch):
-    """Navigation and folder contents read every item's title: a folder's
-    items (a listing by key, ``SearchSQL.plan_kept``) come with the
-    metadata of all its first rows (``search.FIRST_ROWS``), in the
-    search's one round trip; past them, one more query, as before."""
-    loads = []
-    load = search.load_metadata
-
-    def counting(conn, zoids):
-        loads.append(len(zoids))
-        return load(conn, zoids)
-
-    monkeypatch.setattr(search, "load_metadata", counting)
-    folder = many["many"]
-    for number in (3, 45, 99):
-        folder[f"d{number:03}"].setTitle(f"Item {number}")
-        folder[f"d{number:03}"].reindexObject()
-    transaction.commit()
-    results = api.content.find(
-        path={"query": "/plone/many", "depth": 1}, sort_on="getObjPositionInParent"
-    )
-    first = results[: search.FIRST_ROWS]
-    assert [brain.Title for brain in first] == [
-        f"Item {number}" if number in (3, 45, 99) else ""
-        for number in range(search.FIRST_ROWS)
-    ]
-    assert len(searches) == 1 and searches[0].kept and loads == []
-    assert results[search.FIRST_ROWS].Title == ""
-    assert len(loads) == 1
-    # Another search, not a listing by key, brings a page's.
-    api.content.find(portal_type="Document", sort_on="id")[30].Title
-    assert len(loads) == 2
-
-
 def test_metadata_first_read_after_a_commit_is_what_is_stored_then(many):
     """The metadata that came with the search is that of its snapshot: a
     brain first read after the transaction committed a change shows the

@@ -97,17 +97,6 @@ def run_search(
 #: text, decoded when a brain's metadata is read (``metadata_given``).
 META_ROWS = 20
 
-
-def meta_rows(search: SearchSQL) -> int:
-    """How many of ``search``'s first rows bring their metadata: a
-    listing by key (a folder's items, ``SearchSQL.plan_kept``) all of
-    them, up to ``FIRST_ROWS``: navigation and folder contents read every
-    item's title, and its items past the first page cost one more round
-    trip each time (a folder of 50 items: 2 instead of 1).  Other searches
-    ``META_ROWS``: a page of their result."""
-    return FIRST_ROWS if search.plan_kept else META_ROWS
-
-
 # Each of the first rows' metadata, read by its key once the window is
 # cut, so that no sort carries it: numbered in the window's order (the
 # scan of a subquery keeps the order its ORDER BY ... LIMIT gave; nothing
@@ -147,7 +136,7 @@ def _search_statement(search: SearchSQL, metadata: bool) -> tuple[sql.Composed, 
         statement, params = search.ids_query()
     if not _metadata_comes(search, metadata):
         return statement, params
-    return _WITH_METADATA.format(TABLE, statement), (meta_rows(search), *params)
+    return _WITH_METADATA.format(TABLE, statement), (META_ROWS, *params)
 
 
 def found_by(
@@ -159,7 +148,7 @@ def found_by(
     first = not search.windowed and search.python_slice is None
     given = {}
     if _metadata_comes(search, metadata):
-        given = {row[0]: row[-1] for row in rows[: meta_rows(search)]}
+        given = {row[0]: row[-1] for row in rows[:META_ROWS]}
         rows = [row[:-1] for row in rows]
     if search.python_slice is not None:
         # A negative batch: the whole result came, cut as ZCatalog cuts it.
@@ -176,7 +165,7 @@ def found_by(
 
 def metadata_given(found: Found, zoids: list[int]) -> dict[int, dict]:
     """``{zoid: metadata}`` of the rows of ``zoids`` whose metadata came
-    with the search (``meta_rows``)."""
+    with the search (``META_ROWS``)."""
     given, parsed = found.metadata, found.parsed
     loaded = {}
     for zoid in zoids:
