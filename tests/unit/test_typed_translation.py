@@ -282,6 +282,8 @@ def test_a_folders_listing_keeps_its_plan(query):
         },
         # Not a listing at all.
         {"portal_type": "Document"},
+        # A list of UIDs: PostgreSQL never keeps the plan of ``= ANY``.
+        {"UID": ["x", "y"]},
     ],
 )
 def test_other_searches_are_planned_for_their_values(query):
@@ -294,9 +296,9 @@ def test_other_searches_are_planned_for_their_values(query):
         # plone.app.uuid's lookup of a brain, a relation list's targets.
         ({"UID": "x"}, '"UID" = %s::text', ["x"]),
         (
-            {"UID": ["x", "y"], "portal_type": "Document"},
-            '"UID" = ANY(%s::text[])',
-            [["x", "y"]],
+            {"UID": ["x"], "portal_type": "Document"},
+            '"UID" = %s::text',
+            ["x"],
         ),
         # One object by its path.
         ({"path": {"query": "/plone/a", "depth": 0}}, "path = %s", ["/plone/a"]),
