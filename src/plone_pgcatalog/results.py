@@ -122,6 +122,7 @@ def search_results(
             started,
             lambda: (_shown(query), *search.search_statement(plan, metadata), None),
             error=str(error),
+            kept=plan.plan_kept,
         )
         raise SearchTimeout(f"{error}; the query: {_shown(query)}") from error.__cause__
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
@@ -133,6 +134,7 @@ def search_results(
         catalog,
         started,
         lambda: (_shown(query), *search.search_statement(plan, metadata), found.total),
+        kept=plan.plan_kept,
     )
     found_by_searches().update(map(itemgetter(0), found.ids))
     # The metadata that came with the rows is that of this snapshot: read

@@ -24,7 +24,9 @@ from dataclasses import field
 from plone_pgcatalog.store import reports
 from psycopg.rows import tuple_row
 
+import itertools
 import logging
+import psycopg
 import threading
 import time
 
@@ -58,6 +60,9 @@ class Shape:
     statement: object = field(default=None, repr=False)
     #: None: too large to keep (``MAX_PARAMS_CHARS``)
     params: tuple | None = field(default=(), repr=False)
+    #: the search keeps its plan (``query.SearchSQL.plan_kept``): explained
+    #: with that plan, not one made for the values
+    kept: bool = False
 
     @property
     def mean_ms(self) -> float:
@@ -87,6 +92,7 @@ class SlowQueryLog:
         params: tuple,
         rows: int | None,
         error: str = "",
+        kept: bool = False,
     ) -> Shape:
         text = statement.as_string(None)
         if len(repr(params)) > MAX_PARAMS_CHARS:
@@ -103,6 +109,7 @@ class SlowQueryLog:
             shape.max_ms = max(shape.max_ms, ms)
             shape.query, shape.rows, shape.at = query, rows, time.time()
             shape.statement, shape.params, shape.error = statement, params, error
+            shape.kept = kept
         outcome = f"{rows} rows" if error == "" else f"failed: {error}"
         logger.warning(
             "slow search: %.1f ms, %s; query: %s; SQL: %s", ms, outcome, query, text
@@ -133,24 +140,51 @@ def threshold_ms(catalog) -> float:
     return -1 if value is None else value
 
 
-def observe(catalog, started: float, describe, error: str = "") -> None:
+def observe(
+    catalog, started: float, describe, error: str = "", kept: bool = False
+) -> None:
     """Record the search begun at ``started`` (``time.perf_counter``) if it
     was slow; ``describe()`` gives ``(query, statement, params, rows)``,
-    asked for only then.  ``error``: the search failed (a timeout)."""
+    asked for only then.  ``error``: the search failed (a timeout);
+    ``kept``: its plan is kept (``Shape.kept``)."""
     ms = (time.perf_counter() - started) * 1000
     limit = threshold_ms(catalog)
     if limit < 0 or ms < limit:
         return
-    LOG.record(ms, *describe(), error=error)
+    LOG.record(ms, *describe(), error=error, kept=kept)
+
+
+#: Names of the statements ``explain`` prepares, one per explanation.
+_EXPLAINED = itertools.count(1)
 
 
 def explain(conn, shape: Shape) -> list[str]:
     """``EXPLAIN (ANALYZE, BUFFERS)`` of the shape's last slow run, with
     its parameters, on ``conn`` (run, then rolled back); ``[]`` when its
-    parameters were too large to keep."""
+    parameters were too large to keep.  A search whose plan is kept ran the
+    plan PostgreSQL made blind to the values: that one is explained (an
+    operator looking for why a listing is slow must see the plan it ran)."""
     if shape.params is None:
         return []
-    with conn.transaction(force_rollback=True):
+    if not shape.kept:
+        with conn.transaction(force_rollback=True):
+            with conn.cursor(row_factory=tuple_row) as cursor:
+                cursor.execute(reports.explain(shape.statement), shape.params)
+                return [row[0] for row in cursor.fetchall()]
+    name = f"pgcatalog_explained_{next(_EXPLAINED)}"
+    prepare, deallocate = reports.prepare_kept(shape.statement, name, len(shape.params))
+    try:
+        with conn.transaction(force_rollback=True):
+            # Bound by psycopg on the client: PostgreSQL does not read the
+            # types of a utility statement's parameters (EXPLAIN EXECUTE).
+            with psycopg.ClientCursor(conn, row_factory=tuple_row) as cursor:
+                cursor.execute(reports.GENERIC_PLANS)
+                cursor.execute(prepare)
+                [(types,)] = cursor.execute(reports.PREPARED_TYPES, (name,))
+                cursor.execute(reports.explain_prepared(name, types), shape.params)
+                return [row[0] for row in cursor.fetchall()]
+    finally:
+        # A prepared statement outlives the transaction that made it.
         with conn.cursor(row_factory=tuple_row) as cursor:
-            cursor.execute(reports.explain(shape.statement), shape.params)
-            return [row[0] for row in cursor.fetchall()]
+            if cursor.execute(reports.PREPARED_TYPES, (name,)).fetchall():
+                cursor.execute(deallocate)

@@ -635,19 +635,22 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
             return pending.rows[rid].path
         site_path = self.site_path()
         snapshot = connection.snapshot_id(self)
-        path = None
-        if snapshot is not None:
-            path = snapshots.path_read((*snapshot, site_path), rid)
-        if path is None:
-            key = None
-            if not pending and snapshots.lookups.enabled and snapshot is not None:
-                key = (*snapshot, site_path, "getpath", rid)
+        key = None
+        if not pending and snapshots.lookups.enabled and snapshot is not None:
+            key = (*snapshot, site_path, "getpath", rid)
 
-            def read() -> str | None:
-                with connection.reading(self) as conn:
-                    return search.path_of(conn, rid, site_path)
+        def read() -> str | None:
+            # Kept for the committed state too when the transaction read
+            # it already: the next request's UID lookup is kept, and reads
+            # no path to remember.
+            if snapshot is not None:
+                path = snapshots.path_read((*snapshot, site_path), rid)
+                if path is not None:
+                    return path
+            with connection.reading(self) as conn:
+                return search.path_of(conn, rid, site_path)
 
-            path = snapshots.lookups.get(key, read)
+        path = snapshots.lookups.get(key, read)
         if path is None:
             raise KeyError(rid)
         # A row of a subtree this transaction moved: where it is now.

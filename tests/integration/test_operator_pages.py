@@ -105,6 +105,43 @@ def test_explain_runs_the_last_slow_run_with_its_values(pg_layer):
         overview.explain(catalog, "nosuchshape")
 
 
+def test_explain_shows_the_plan_a_kept_search_ran(pg_layer):
+    """A folder's listing keeps its plan (``SearchSQL.plan_kept``), made
+    blind to the values: its explanation is of that plan (the folder a
+    parameter, ``$n``), not one made for the values, and leaves no
+    prepared statement or setting behind.  A search planned for its values
+    is explained with them."""
+    from plone_pgcatalog.store import connection
+    from psycopg.rows import tuple_row
+
+    catalog = _content(pg_layer["portal"])
+    catalog.slow_query_ms = 0
+    found = catalog(
+        path={"query": "/plone/news", "depth": 1}, sort_on="getObjPositionInParent"
+    )
+    assert len(found) == 3
+    [shape] = slowlog.LOG.shapes()
+    assert shape.kept
+    _, plan = overview.explain(catalog, shape.key)
+    text = "\n".join(plan)
+    assert re.search(r"parent_path = \$\d+", text), text
+    assert "actual time=" in text and "'/plone/news'" not in text
+    with connection.read_connection(catalog).cursor(row_factory=tuple_row) as cursor:
+        names = [
+            name
+            for (name,) in cursor.execute("SELECT name FROM pg_prepared_statements")
+            if name.startswith("pgcatalog_explained")
+        ]
+        assert names == []
+        assert cursor.execute("SHOW plan_cache_mode").fetchone() == ("auto",)
+    slowlog.LOG.clear()
+    catalog(portal_type="News Item")
+    [shape] = slowlog.LOG.shapes()
+    assert not shape.kept
+    _, plan = overview.explain(catalog, shape.key)
+    assert "News Item" in "\n".join(plan)  # its value, in its plan
+
+
 # -- figures --------------------------------------------------------------------------
 
 

@@ -16,6 +16,8 @@ from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import COLUMNS
 from psycopg import sql
 
+import re
+
 # Composed with the statements' own placeholders ({site}, {vector}, {}),
 # which the CLI fills in.
 _TABLE = TABLE.as_string(None)
@@ -86,6 +88,49 @@ STATE = sql.SQL("SELECT key, value FROM pgcatalog_state")
 def explain(statement: sql.Composable) -> sql.Composed:
     """``statement`` run and explained (the slow-query report)."""
     return sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement)
+
+
+#: Run with ``explain_kept``'s statements: the plan PostgreSQL keeps for a
+#: prepared statement is its generic one once it has taken it.
+GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+
+def prepare_kept(
+    statement: sql.Composable, name: str, count: int
+) -> tuple[sql.Composed, sql.Composed]:
+    """``(prepare, deallocate)`` of ``statement`` (with ``count``
+    parameters) as ``name``, to explain it with the plan made blind to its
+    values, as a search whose plan is kept runs
+    (``query.SearchSQL.plan_kept``; ``explain_prepared``).  Prepared from
+    its text, placeholders numbered: preparing it through psycopg would
+    run it."""
+    numbers = iter(range(1, count + 1))
+    text = re.sub(
+        r"%(%|s)",
+        lambda found: "%" if found.group(1) == "%" else f"${next(numbers)}",
+        statement.as_string(None),
+    )
+    identifier = sql.Identifier(name)
+    return (
+        sql.SQL("PREPARE {} AS {}").format(identifier, sql.SQL(text)),
+        sql.SQL("DEALLOCATE {}").format(identifier),
+    )
+
+
+#: The parameter types PostgreSQL gave the statement prepared as ``%s``.
+PREPARED_TYPES = sql.SQL(
+    "SELECT parameter_types::text[] FROM pg_prepared_statements WHERE name = %s"
+)
+
+
+def explain_prepared(name: str, types: list[str]) -> sql.Composed:
+    """The statement prepared as ``name`` run and explained; its values
+    are parameters, each cast to the type PostgreSQL gave it
+    (``PREPARED_TYPES``: names of types, as PostgreSQL writes them)."""
+    return sql.SQL("EXPLAIN (ANALYZE, BUFFERS) EXECUTE {}({})").format(
+        sql.Identifier(name),
+        sql.SQL(", ").join(sql.Placeholder() + sql.SQL("::" + kind) for kind in types),
+    )
 
 
 # -- the operators' pages (``overview``) ----------------------------------------
