@@ -596,6 +596,22 @@ def _statements(monkeypatch) -> list:
     return seen
 
 
+def _paths_read(monkeypatch) -> list:
+    """The record ids whose path ``getpath`` reads by a statement of its
+    own (``search.path_of``), in order."""
+    from plone_pgcatalog.store import search
+
+    read = []
+    path_of = search.path_of
+
+    def recording(conn, zoid, site_path):
+        read.append(zoid)
+        return path_of(conn, zoid, site_path)
+
+    monkeypatch.setattr(search, "path_of", recording)
+    return read
+
+
 def _plan(statement, params) -> str:
     from plone_pgcatalog.store import connection
     from psycopg.rows import tuple_row
@@ -693,7 +709,6 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     transaction has pending changes."""
     from plone.app.uuid.utils import uuidToPhysicalPath
     from plone_pgcatalog import snapshots
-    from plone_pgcatalog.store import search
 
     # On whatever ``PGCATALOG_RESULT_CACHE`` says.
     monkeypatch.setattr(snapshots.lookups, "enabled", True)
@@ -703,14 +718,7 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     transaction.commit()
     uid = api.content.get_uuid(page)
     seen = _statements(monkeypatch)
-    paths_read = []
-    path_of = search.path_of
-
-    def recording(conn, zoid, site_path):
-        paths_read.append(zoid)
-        return path_of(conn, zoid, site_path)
-
-    monkeypatch.setattr(search, "path_of", recording)
+    paths_read = _paths_read(monkeypatch)
     for request in range(3):
         transaction.begin()
         assert uuidToPhysicalPath(uid) == "/plone/page"
@@ -741,7 +749,6 @@ def test_a_uids_path_comes_with_its_record_id(pg_layer, monkeypatch):
     folder renamed in the transaction, the path where the page is now."""
     from plone.app.uuid.utils import uuidToPhysicalPath
     from plone_pgcatalog import snapshots
-    from plone_pgcatalog.store import search
 
     monkeypatch.setattr(snapshots.lookups, "enabled", False)
     portal = pg_layer["portal"]
@@ -752,14 +759,7 @@ def test_a_uids_path_comes_with_its_record_id(pg_layer, monkeypatch):
     transaction.commit()
     uid, other_uid = api.content.get_uuid(page), api.content.get_uuid(other)
     seen = _statements(monkeypatch)
-    paths_read = []
-    path_of = search.path_of
-
-    def recording(conn, zoid, site_path):
-        paths_read.append(zoid)
-        return path_of(conn, zoid, site_path)
-
-    monkeypatch.setattr(search, "path_of", recording)
+    paths_read = _paths_read(monkeypatch)
     catalog = api.portal.get_tool("portal_catalog")
     for request in range(2):
         transaction.begin()

@@ -90,7 +90,7 @@ def explain(statement: sql.Composable) -> sql.Composed:
     return sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement)
 
 
-#: Run with ``explain_kept``'s statements: the plan PostgreSQL keeps for a
+#: Run before ``prepare_kept``'s statement is explained: the plan PostgreSQL keeps for a
 #: prepared statement is its generic one once it has taken it.
 GENERIC_PLANS = "SET LOCAL plan_cache_mode = force_generic_plan"
 
