@@ -205,19 +205,36 @@ def test_a_sort_keys_untyped_values_are_counted(pg_layer, searches, monkeypatch)
             "SELECT effective FROM pgcatalog_objects WHERE path = '/plone/page-1'"
         ).fetchone() == (None,)
 
-    def page_2():
-        transaction.begin()
-        found = api.content.find(
-            portal_type="Document", sort_on="effective", b_start=2, b_size=2
-        )
-        return found.actual_result_count, [brain.getPath() for brain in found]
+    def pages():
+        # Each page of two, in each order: the row without a typed value
+        # sorts first in a descending order (on page 1), last in an
+        # ascending one (on page 2), read apart from the walk of the others
+        # where the window walks from the edge of its matches
+        # (``SearchSQL.edge``).
+        found = {}
+        for order in ("ascending", "reverse"):
+            for start in (0, 2):
+                transaction.begin()
+                page = api.content.find(
+                    portal_type="Document",
+                    sort_on="effective",
+                    sort_order=order,
+                    b_start=start,
+                    b_size=2,
+                )
+                paths = [brain.getPath() for brain in page]
+                found[(order, start)] = (page.actual_result_count, paths)
+        return found
 
-    one_pass = page_2()
+    one_pass = pages()
     monkeypatch.setattr(query, "COUNT_APART_ROWS", -1)
-    apart = page_2()
+    apart = pages()
     assert searches[-1].statement.count("SELECT count(*)") == 2
+    assert "(SELECT edge FROM counted)" in searches[-1].statement
     assert apart == one_pass
-    assert apart[0] == 4
+    assert {total for total, _ in apart.values()} == {4}
+    assert apart[("reverse", 0)][1][0] == "/plone/page-1"
+    assert apart[("ascending", 2)][1][-1] == "/plone/page-1"
     # Without the second part the row would not be counted.
     with psycopg.connect(dsn) as conn:
         assert conn.execute(

@@ -79,6 +79,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from psycopg import sql
 from tests.conftest import run_in
 from tests.differential.content import become
@@ -400,6 +401,19 @@ class Explained:
     #: index name -> (statement, params) of its index object's lookup of
     #: one value (``_index.get``), as Manager
     lookups: dict
+    #: sort order -> a section's first 20 items in it (``SECTIONS``), as
+    #: Manager
+    sections: dict
+
+
+#: Sort order -> a section whose items are all at the far end of the
+#: catalog's order: the latest items of the last copy (its dates are the
+#: furthest back), the first items of the first copy (only the site's own
+#: rows are newer), as a listing asks for them.
+SECTIONS = {
+    "reverse": f"{SITE}/copy-{COPIES:03d}",
+    "ascending": f"{SITE}/copy-001",
+}
 
 
 def _lookups(catalog) -> dict:
@@ -458,6 +472,19 @@ def explained():
                 recorded[(name, user)] = _record(catalog, query, call)
         become(portal, "manager")
         lookups = _lookups(catalog)
+        sections = {
+            order: _record(
+                catalog,
+                {
+                    "path": path,
+                    "sort_on": "modified",
+                    "sort_order": order,
+                    "b_size": 20,
+                },
+                "kw",
+            )
+            for order, path in SECTIONS.items()
+        }
         change_without_commit(portal)
         uncommitted = {}
         for user in USERS:
@@ -472,7 +499,7 @@ def explained():
                 (SITE, SITE + "/%"),
             ).fetchone()[0]
             partial = _partial_indexes(conn)
-        yield Explained(dsn, rows, recorded, uncommitted, partial, lookups)
+        yield Explained(dsn, rows, recorded, uncommitted, partial, lookups, sections)
     finally:
         transaction.abort()
         runner.close()
@@ -829,6 +856,44 @@ def test_postgresql_keeps_the_plans_kept(explained):
         # Five plans for the values, then the generic one where PostgreSQL
         # estimates it as cheap.
         assert generic + custom == 7 and generic >= 1, f"{name}@{user}: {statement!r}"
+
+
+@pytest.mark.parametrize("order", sorted(SECTIONS))
+def test_a_sections_window_walks_from_where_its_items_are(explained, pg, order):
+    """The latest 20 items of a section whose items are all older than the
+    rest of the catalog, sorted on ``modified`` (and the first 20 of one
+    whose items are all newer, ascending: ``SECTIONS``).  Where the planner
+    walks the sort key's index for the window, expecting the section's rows
+    spread over the order, the walk began at the catalog's end: every row
+    of the other sections read first (at 10,220 rows, 15.4 ms instead of
+    3.5).  The count, which reads the matches anyway, finds where they begin
+    in the order, and the walk starts there (``SearchSQL.edge``).  Here the
+    planner's estimate of the section is right and it sorts the section's
+    rows instead; the walk is measured with sorts disabled.  The same
+    window as the statement without the bound."""
+    recorded = explained.sections[order]
+    assert recorded.error is None, recorded.error
+    [plan] = recorded.plans
+    assert plan.edge is not None and plan.sorted_count_apart
+    section = pg.execute(
+        "SELECT count(*) FROM pgcatalog_objects WHERE path LIKE %s",
+        (SECTIONS[order] + "/%",),
+    ).fetchone()[0]
+    assert 100 < section < explained.catalog_rows / 20
+    statement, params = plan.ids_query()
+    unbounded = replace(plan, edge=None).ids_query()
+    pg.execute("SET enable_sort = off")
+    try:
+        walked = _rows_walked(explain_analyze(pg, statement, params))
+        before = _rows_walked(explain_analyze(pg, *unbounded))
+    finally:
+        pg.execute("RESET enable_sort")
+    assert walked <= section, (walked, section)
+    # Without the bound: most of the catalog.
+    assert before > MOST * explained.catalog_rows, before
+    window = pg.execute(statement, params).fetchall()
+    assert len(window) == 20
+    assert window == pg.execute(*unbounded).fetchall()
 
 
 def test_an_index_objects_lookup_reads_its_columns_index(explained, pg):

@@ -165,27 +165,36 @@ def test_derive_composes_one_expression_for_each_use():
     )
 
 
+def _parts(plan, name):
+    """The window's conditions and its two count parts, as text."""
+    where = plan.where.as_string(None)
+    presence = f"(\"{name}\" IS NOT NULL OR idx ? '{name}')"
+    assert presence in where
+    typed = where.replace(presence, f'"{name}" IS NOT NULL')
+    untyped = where.replace(presence, f"\"{name}\" IS NULL AND idx ? '{name}'")
+    return where, typed, untyped
+
+
 def test_a_sorted_window_counted_apart_counts_in_two_parts_on_a_date_column():
     """``SearchSQL.count_parts``: sorted on ``created`` (``columns.SORTED``)
     in a large catalog, the count is the sum of the matches with a typed
     value and those whose value is only in ``idx``: each part's conditions
-    are the window's, its presence test replaced; the parameters repeat."""
+    are the window's, its presence test replaced; the parameters repeat.
+    Here the date is the second sort key (the first: ``test_a_window_
+    sorted_first_on_a_date_walks_from_the_edge``)."""
     query = {
         "portal_type": "Document",
-        "sort_on": "created",
+        "sort_on": ["portal_type", "created"],
         "b_start": 20,
         "b_size": 10,
     }
     plan = build_query(
         query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
     )
+    assert plan.edge is None
     statement, params = plan.ids_query()
     text = statement.as_string(None)
-    where = plan.where.as_string(None)
-    presence = "(\"created\" IS NOT NULL OR idx ? 'created')"
-    assert where.endswith(presence)
-    typed = where.replace(presence, '"created" IS NOT NULL')
-    untyped = where.replace(presence, "\"created\" IS NULL AND idx ? 'created'")
+    where, typed, untyped = _parts(plan, "created")
     assert text.startswith(
         f"SELECT zoid, path, (SELECT count(*) FROM pgcatalog_objects WHERE {typed})"
         f" + (SELECT count(*) FROM pgcatalog_objects WHERE {untyped})"
@@ -196,6 +205,63 @@ def test_a_sorted_window_counted_apart_counts_in_two_parts_on_a_date_column():
     assert columns.untyped_predicate("created").as_string(None) == (
         "\"created\" IS NULL AND idx ? 'created'"
     )
+
+
+@pytest.mark.parametrize(
+    "order,first,bound,direction",
+    [("reverse", "max", "<=", "DESC"), ("ascending", "min", ">=", "ASC")],
+)
+def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
+    order, first, bound, direction
+):
+    """``SearchSQL.edge``: the count of the typed part also takes the first
+    key of the matches in the window's order, and the walk of the typed
+    rows starts there (an index condition); the untyped rows are read once,
+    counted and sorted with the walk's rows.  The walk's own limit is the
+    end of the window."""
+    query = {
+        "portal_type": "Document",
+        "sort_on": "created",
+        "sort_order": order,
+        "b_start": 20,
+        "b_size": 10,
+    }
+    plan = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
+    )
+    column, reverse = plan.edge
+    assert (column.as_string(None), reverse) == ('"created"', order == "reverse")
+    statement, params = plan.ids_query()
+    _where, typed, untyped = _parts(plan, "created")
+    assert statement.as_string(None) == (
+        f'WITH counted AS MATERIALIZED (SELECT count(*) AS matches, {first}("created")'
+        f" AS edge FROM pgcatalog_objects WHERE {typed}), untyped AS MATERIALIZED"
+        f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
+        f" WHERE {untyped}) SELECT zoid, path, (SELECT matches FROM counted)"
+        " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped UNION ALL"
+        f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
+        f' WHERE {typed} AND "created" {bound} (SELECT edge FROM counted)'
+        f' ORDER BY "created" {direction}, zoid LIMIT %s)) AS walked'
+        f" ORDER BY sort_key_0 {direction}, zoid LIMIT %s OFFSET %s"
+    )
+    assert list(params) == [*plan.params * 3, 30, 10, 20]
+    # The first page has no offset.
+    query["b_start"] = 0
+    first_page = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
+    )
+    statement, params = first_page.ids_query()
+    assert statement.as_string(None).endswith(" LIMIT %s")
+    assert list(params)[-2:] == [10, 10]
+    # Not in a small catalog (counted in the same pass), nor for the first
+    # rows of a whole result.
+    small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
+    assert "count(*) OVER ()" in small.ids_query()[0].as_string(None)
+    del query["b_size"], query["b_start"]
+    whole = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
+    )
+    assert "WITH" not in whole.rows_query(100, 0, counted=True)[0].as_string(None)
 
 
 def test_only_date_sort_keys_split_the_count():
