@@ -220,7 +220,9 @@ def counted(
     configs = text_configs(query)
     with connection.reading(catalog) as conn:
         context = QueryContext(
-            text_configs=configs, columns=connection.ready_columns(catalog)
+            text_configs=configs,
+            columns=connection.ready_columns(catalog),
+            site_alone=connection.site_alone(catalog),
         )
 
         def plan(facet_query_: dict):

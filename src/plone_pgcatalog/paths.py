@@ -529,11 +529,8 @@ def path_clause(path: str, depth: int) -> tuple[sql.Composable, list]:
         return OBJECT, [path]
     if depth == 1:
         return CHILDREN, [path]
-    prefix = path.rstrip("/") + "/"
-    # Every path below ``prefix`` sorts between prefix and prefix with its
-    # last "/" replaced by the next code point, "0".
     subtree = sql.SQL("(path = %s OR (path >= %s AND path < %s))")
-    params = [path, prefix, prefix[:-1] + "0"]
+    params = [path, *layout.subtree_bounds(path)]
     if depth > 0:
         subtree += sql.SQL(" AND path_depth <= %s")
         params.append(path_depth(path) + depth)

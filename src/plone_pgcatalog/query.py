@@ -80,6 +80,12 @@ class QueryContext:
     #: The catalog has ``COUNT_APART_ROWS`` rows or more: a sorted window
     #: counts its matches apart (``SearchSQL.rows_query``)
     large: bool = False
+    #: Every row of the table is in the site's subtree (one site per
+    #: database, ``store.connection.site_alone``): a search without pending
+    #: changes needs no test of the site's path.  That test ran for every
+    #: match of every search: at 10,220 rows, 1.2-1.5 ms of a count of every
+    #: row through a covering index
+    site_alone: bool = False
 
 
 def exact_text(value) -> str:
@@ -483,9 +489,11 @@ def build_query(
     clauses: list[sql.Composable] = []
     params: list = []
 
-    site_clause, site_params = path_clause(site_path, -1)
-    clauses.append(site_clause)
-    params += site_params
+    # Pending rows may be of another site: the site's path keeps them out.
+    if not (context.site_alone and not overlay):
+        site_clause, site_params = path_clause(site_path, -1)
+        clauses.append(site_clause)
+        params += site_params
 
     plan = _plan(query, indexes)
     score = None
@@ -585,7 +593,7 @@ def build_query(
         and _as_list(_sort_attr(query, "on")) in ([], [POSITION])
         and not any(map(_reads_the_table, clauses))
     )
-    where = sql.SQL(" AND ").join(clauses)
+    where = sql.SQL(" AND ").join(clauses or [sql.SQL("TRUE")])
     if plan_kept:
         where, params = by_key(clauses, params, *key)
     return SearchSQL(

@@ -64,43 +64,48 @@ def search_results(
     configs = text_configs(query)
     large = is_large(connection.catalog_rows(catalog))
 
-    def translate(columns: dict[str, str]):
+    def translate(snapshot: tuple[dict[str, str], bool]):
+        columns, alone = snapshot
         return translations.translate(
             query,
             catalog.getIndexDefinitions(),
             catalog.site_path(),
-            QueryContext(text_configs=configs, columns=columns, large=large),
+            QueryContext(
+                text_configs=configs, columns=columns, large=large, site_alone=alone
+            ),
             overlay,
             match_all=match_all,
         )
 
-    # The typed columns the request's snapshot has ready are read once per
-    # transaction, with its first catalog statement.  When this search is
-    # that statement, it is translated with the columns the last snapshot
-    # had and sent in the same round trip (``search_first``), and
-    # translated again if they were not those.
+    # The typed columns the request's snapshot has ready, and whether the
+    # site is alone in the table, are read once per transaction, with its
+    # first catalog statement.  When this search is that statement, it is
+    # translated as the last snapshot had them and sent in the same round
+    # trip (``search_first``), and translated again if they were not those.
     first = connection.first_read(catalog)
-    translated_with = (
-        connection.likely_columns(catalog)
-        if first
-        else connection.ready_columns(catalog)
-    )
+    if first:
+        translated_with = (
+            connection.likely_columns(catalog),
+            connection.likely_alone(catalog),
+        )
+    else:
+        translated_with = _as_read(catalog)
     plan = translate(translated_with)
 
     def as_ready() -> None:
-        # In ``reading``: ``plan`` for the columns ready in its snapshot.
+        # In ``reading``: ``plan`` as its snapshot has the columns and sites.
         nonlocal plan, translated_with
-        ready = connection.ready_columns(catalog)
+        ready = _as_read(catalog)
         if ready != translated_with:
             plan, translated_with = translate(ready), ready
 
     def run() -> search.Found:
         if first:
             statement, params = search.search_statement(plan, metadata)
-            ready, rows = connection.search_first(
+            _ready, rows = connection.search_first(
                 catalog, statement, params, plan.plan_kept
             )
-            if rows is not None and ready == translated_with:
+            if rows is not None and _as_read(catalog) == translated_with:
                 with connection.reading(catalog) as conn:
                     return search.found_by(conn, plan, rows, metadata)
         # The guess was wrong, or the search failed (``reading`` sets the
@@ -272,6 +277,13 @@ def _result_key(catalog, plan) -> tuple | None:
     if snapshot is None:
         return None
     return (*snapshot, *plan.window_text, plan.python_slice)
+
+
+def _as_read(catalog) -> tuple[dict[str, str], bool]:
+    """What a search is translated with, as the current transaction's
+    snapshot has it: the ready typed columns, and whether the site is alone
+    in the table."""
+    return connection.ready_columns(catalog), connection.site_alone(catalog)
 
 
 def text_configs(query: dict) -> tuple[str, ...]:

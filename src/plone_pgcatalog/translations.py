@@ -283,6 +283,7 @@ class TranslationCache:
             context.text_configs,
             tuple(sorted(context.columns.items())),
             context.large,
+            context.site_alone,
         )
 
 

@@ -896,6 +896,21 @@ def test_a_sections_window_walks_from_where_its_items_are(explained, pg, order):
     assert window == pg.execute(*unbounded).fetchall()
 
 
+def test_the_check_of_a_site_alone_probes_the_path_index(explained, pg):
+    """``layout.SITE_ALONE`` (the transaction's first read, for
+    ``QueryContext.site_alone``): on a catalog whose rows are all the
+    site's, each of its ranges finds nothing, which an index answers at
+    once and a scan of the table only after reading all of it."""
+    from plone_pgcatalog.store import layout
+
+    params = layout.site_alone_params(SITE)
+    assert pg.execute(layout.SITE_ALONE, params).fetchone() == (True,)
+    plan = explain(pg, layout.SITE_ALONE, params)
+    assert not catalog_scans(plan, explained.partial), "\n".join(_outline(plan))
+    assert "Seq Scan" not in str(plan), "\n".join(_outline(plan))
+    assert _indexes_read(plan) <= {"pgcatalog_path", "pgcatalog_path_depth"}
+
+
 def test_an_index_objects_lookup_reads_its_columns_index(explained, pg):
     """``_index.get(value)`` on the catalog of more than 10,000 rows:
     plone.app.uuid's lookup of a UID reads the UID column's B-tree, by the

@@ -529,9 +529,9 @@ def test_the_first_search_of_a_transaction_is_one_round_trip(
     preludes = []
     prelude = connection._savepoint_and_columns
 
-    def counting(conn):
+    def counting(conn, site):
         preludes.append(conn)
-        return prelude(conn)
+        return prelude(conn, site)
 
     monkeypatch.setattr(connection, "_savepoint_and_columns", counting)
     snapshots.results.clear()

@@ -157,6 +157,31 @@ def test_in_a_large_catalog_a_sorted_window_is_counted_apart():
     assert "count(*) OVER ()" in text.as_string(None)
 
 
+def test_a_site_alone_in_its_table_has_no_test_of_its_path():
+    """``QueryContext.site_alone``: every row of the table is the site's,
+    so no condition keeps other sites' rows out; with pending changes laid
+    over the rows (which may be another site's) it stays."""
+    from plone_pgcatalog.store.overlay import Overlay
+
+    site = "(path = %s OR (path >= %s AND path < %s))"
+    query = {"portal_type": "a"}
+    text, params = _sql(build_query(query, _indexes(), "/plone"))
+    assert site in text and "/plone/" in params
+    alone = QueryContext(site_alone=True)
+    text, params = _sql(build_query(query, _indexes(), "/plone", alone))
+    assert site not in text and "/plone/" not in params
+    assert "WHERE ((idx -> 'portal_type') = ANY(%s)) ORDER BY zoid" in text
+    overlay = Overlay(rows=({"zoid": 1, "path": "/other/a", "idx": {}},))
+    text, _ = _sql(build_query(query, _indexes(), "/plone", alone, overlay))
+    assert site in text
+    # Every row (``len(catalog)``): no condition at all.
+    every = build_query({}, _indexes(), "/plone", alone, match_all=True)
+    assert every.where.as_string(None) == "TRUE"
+    assert build_query({}, _indexes(), "/plone", alone).where.as_string(None) == (
+        "FALSE"
+    )
+
+
 def test_b_start_without_a_window_size_is_ignored():
     plan = build_query({"portal_type": "a", "b_start": 5}, _indexes(), "/plone")
     assert (plan.limit, plan.offset) == (None, 0)

@@ -24,6 +24,7 @@ from plone_pgcatalog.errors import ConnectionLost
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import layout
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import tuple_row
@@ -133,8 +134,11 @@ def reading(context):
     try:
         if _savepoint_missing(context, storage, conn):
             # The settings, the savepoint, the lock (which waits while an
-            # operator's VACUUM FULL holds the table), the columns.
-            _mark_savepoint(context, storage, _savepoint_and_columns(conn))
+            # operator's VACUUM FULL holds the table), the columns, whether
+            # the site is alone in the table.
+            site = _site(context)
+            found, alone = _savepoint_and_columns(conn, site)
+            _mark_savepoint(context, storage, found, site, alone)
         yield conn
     except psycopg.Error as error:
         failure = _recover(conn, error)
@@ -206,15 +210,28 @@ def _savepoint_missing(context, storage, conn) -> bool:
     return getattr(storage, "_pgcatalog_savepoint_of", None) is not current
 
 
-def _mark_savepoint(context, storage, found: list[tuple]) -> dict[str, str]:
-    """Record what ``columns.READY`` found (``found``, its rows) for the
-    transaction; the ready columns."""
+def _site(context) -> str | None:
+    """The path of the site whose catalog ``context`` is, if it is one."""
+    site_path = getattr(context, "site_path", None)
+    return site_path() if callable(site_path) else None
+
+
+def _mark_savepoint(
+    context, storage, found: list[tuple], site: str | None, alone: bool
+) -> dict[str, str]:
+    """Record what ``columns.READY`` found (``found``, its rows) and whether
+    the site at path ``site`` is alone in the table (``layout.SITE_ALONE``)
+    for the transaction; the ready columns."""
     ready, rows = columns.ready_rows(found)
     storage._pgcatalog_columns = ready
+    storage._pgcatalog_alone = site if alone else None
     storage._pgcatalog_savepoint_of = _jar(context).transaction_manager.get()
     # What the next transaction's first search translates with
-    # (``likely_columns``); shared by the storage's instances.
+    # (``likely_columns``, ``likely_alone``); shared by the storage's
+    # instances.
     storage._main._pgcatalog_columns_seen = ready
+    if site is not None:
+        storage._main._pgcatalog_alone_seen = site if alone else None
     # The catalog's size, as the last transaction that read it found it.
     storage._main._pgcatalog_rows_seen = rows
     return ready
@@ -238,6 +255,30 @@ def first_read(context) -> bool:
     return _savepoint_missing(context, storage, _pg_connection(storage))
 
 
+def site_alone(context) -> bool:
+    """Whether every row of the catalog's table, in the current
+    transaction's snapshot, is in the subtree of ``context``'s site
+    (``layout.SITE_ALONE``, read with the typed columns by the transaction's
+    first catalog read, for the site that read): its searches then need no
+    test of the path (``query.QueryContext.site_alone``).  False outside a
+    read transaction, and for the other sites of a transaction that reads
+    several."""
+    storage = _storage_instance(context)
+    current = _jar(context).transaction_manager.get()
+    if getattr(storage, "_pgcatalog_savepoint_of", None) is not current:
+        return False
+    return getattr(storage, "_pgcatalog_alone", None) == _site(context)
+
+
+def likely_alone(context) -> bool:
+    """``site_alone`` as the last read snapshot of this database found it
+    (``likely_columns``): a site alone stays so until another site of the
+    database catalogs an object.  ``search_first`` tells whether the guess
+    was right."""
+    seen = getattr(_storage_instance(context)._main, "_pgcatalog_alone_seen", None)
+    return seen is not None and seen == _site(context)
+
+
 def likely_columns(context) -> dict[str, str]:
     """The typed columns the last read snapshot of this database (in this
     process) had ready: what the next snapshot most likely has, since
@@ -250,12 +291,14 @@ def search_first(
     context, statement, params, keep_plan: bool = False
 ) -> tuple[dict[str, str], list | None]:
     """The first catalog read of a transaction (``first_read``): the
-    savepoint, the page cost and the ready typed columns (as ``reading``
-    sets and reads them) and the search ``statement``, in one round trip.
+    savepoint, the page cost, the ready typed columns and whether the site
+    is alone (as ``reading`` sets and reads them) and the search
+    ``statement``, in one round trip.
 
     Returns ``(ready columns, rows)``.  The search was translated with
-    ``likely_columns``: its rows are the answer only if those are the
-    ready columns.  ``rows`` is None when the search failed (a column the
+    ``likely_columns`` and ``likely_alone``: its rows are the answer only
+    if those are the ready columns and ``site_alone`` (which this read
+    records).  ``rows`` is None when the search failed (a column the
     guess named is gone, no table yet, a bad query): the transaction is
     back at its savepoint, and the caller runs the search again through
     ``reading``, where an error that is the search's own propagates.
@@ -263,15 +306,18 @@ def search_first(
     """
     storage = _storage_instance(context)
     conn = _pg_connection(storage)
+    site = _site(context)
     try:
         with conn.pipeline():
             with (
                 conn.cursor(row_factory=tuple_row) as prelude,
+                conn.cursor(row_factory=tuple_row) as sites,
                 json_cursor(conn) as cursor,
             ):
-                _send_prelude(prelude)
+                _send_prelude(prelude, sites, site)
                 cursor.execute(statement, params, prepare=keep_plan)
                 found = prelude.fetchall()
+                alone = _alone(sites, site)
                 rows = cursor.fetchall()
     except psycopg.Error as error:
         # A lost connection, a cancelled read (not run again: it would run
@@ -284,7 +330,7 @@ def search_first(
             raise failure from error
         # ``reading`` sets the savepoint again and reads the columns.
         return {}, None
-    return _mark_savepoint(context, storage, found), rows
+    return _mark_savepoint(context, storage, found, site, alone), rows
 
 
 def _random_page_cost() -> str | None:
@@ -417,32 +463,51 @@ def set_statement_timeout(value: str | None) -> None:
     _SETTINGS = _settings_statement()
 
 
-def _send_prelude(cursor: psycopg.Cursor) -> None:
+def _send_prelude(
+    cursor: psycopg.Cursor, sites: psycopg.Cursor, site: str | None
+) -> None:
     # In a pipeline: the page cost and the timeout (before the savepoint:
     # a failed read keeps them), the savepoint, the table's share lock,
-    # then the ready columns (``cursor``'s result).
+    # then the ready columns (``cursor``'s result) and whether ``site`` is
+    # alone in the table (``sites``'s).
     if _SETTINGS is not None:
         cursor.execute(*_SETTINGS)
     cursor.execute(_SAVEPOINT)
     cursor.execute(columns.LOCK)
     cursor.execute(columns.READY)
+    if site is not None:
+        # Planned for its values, never kept: a plan blind to them would
+        # walk the table for rows outside the site, of which there are none.
+        sites.execute(layout.SITE_ALONE, layout.site_alone_params(site), prepare=False)
 
 
-def _savepoint_and_columns(conn: psycopg.Connection) -> list[tuple]:
+def _alone(sites: psycopg.Cursor, site: str | None) -> bool:
+    """The answer of ``layout.SITE_ALONE`` that ``_send_prelude`` sent."""
+    return site is not None and sites.fetchone()[0]
+
+
+def _savepoint_and_columns(
+    conn: psycopg.Connection, site: str | None
+) -> tuple[list[tuple], bool]:
     """Set the read savepoint, the planner's page cost for the rest of the
     transaction (before the savepoint: a failed read keeps it), and read the
-    typed columns searches may use (``columns.READY``), in one round trip:
-    its rows."""
+    typed columns searches may use (``columns.READY``) and whether the site
+    at path ``site`` is alone in the table (``layout.SITE_ALONE``), in one
+    round trip: the columns' rows, and that."""
     try:
-        with conn.pipeline(), conn.cursor(row_factory=tuple_row) as cursor:
-            _send_prelude(cursor)
-            return cursor.fetchall()
+        with (
+            conn.pipeline(),
+            conn.cursor(row_factory=tuple_row) as cursor,
+            conn.cursor(row_factory=tuple_row) as sites,
+        ):
+            _send_prelude(cursor, sites, site)
+            return cursor.fetchall(), _alone(sites, site)
     except (psycopg.errors.UndefinedTable, psycopg.errors.WrongObjectType):
         # No table yet (the first transaction of a new database), or the
         # registry of columns not yet made (a restart has not applied this
         # version's DDL yet): no typed columns.  The savepoint was set.
         conn.execute(_BACK_TO_SAVEPOINT)
-        return []
+        return [], False
 
 
 def ready_columns(context) -> dict[str, str]:

@@ -96,3 +96,30 @@ def sql_index_name(index_name: str, kind: str = "i") -> str:
     safe = re.sub(r"[^a-z0-9_]", "_", index_name.lower())[:40]
     digest = hashlib.sha1(index_name.encode("utf-8")).hexdigest()[:8]
     return f"pgcatalog_{kind}_{safe}_{digest}"
+
+
+def subtree_bounds(path: str) -> tuple[str, str]:
+    """``(first, end)``: every path below ``path`` sorts from ``first`` (the
+    path and "/") to before ``end`` (the same with its last "/" replaced by
+    the next code point, "0"), in the path column's "C" collation."""
+    first = path.rstrip("/") + "/"
+    return first, first[:-1] + "0"
+
+
+#: Whether every row of the catalog's table is at or below one site's path
+#: (``site_alone_params``): then a search of that site needs no test of the
+#: path to keep other sites' rows out (``query.QueryContext.site_alone``).
+#: One probe of the path's B-tree for each range around the subtree, and
+#: one for rows without a path.
+SITE_ALONE = sql.SQL(
+    "SELECT NOT (EXISTS (SELECT FROM {t} WHERE path < %s)"
+    " OR EXISTS (SELECT FROM {t} WHERE path > %s AND path < %s)"
+    " OR EXISTS (SELECT FROM {t} WHERE path >= %s)"
+    " OR EXISTS (SELECT FROM {t} WHERE path IS NULL))"
+).format(t=TABLE)
+
+
+def site_alone_params(site: str) -> tuple[str, ...]:
+    """The parameters of ``SITE_ALONE`` for the site at path ``site``."""
+    first, end = subtree_bounds(site)
+    return site, site, first, end
