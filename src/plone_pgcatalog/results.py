@@ -276,7 +276,11 @@ def _result_key(catalog, plan) -> tuple | None:
     snapshot = connection.snapshot_id(catalog)
     if snapshot is None:
         return None
-    return (*snapshot, *plan.window_text, plan.python_slice)
+    # The site: a statement translated for a site alone in the table has
+    # no path in it, and one sent on a wrong guess of that
+    # (``search_first``) is run again with the path, its rows kept under
+    # its own text.
+    return (*snapshot, catalog.site_path(), *plan.window_text, plan.python_slice)
 
 
 def _as_read(catalog) -> tuple[dict[str, str], bool]:

@@ -897,18 +897,22 @@ def test_a_sections_window_walks_from_where_its_items_are(explained, pg, order):
 
 
 def test_the_check_of_a_site_alone_probes_the_path_index(explained, pg):
-    """``layout.SITE_ALONE`` (the transaction's first read, for
-    ``QueryContext.site_alone``): on a catalog whose rows are all the
-    site's, each of its ranges finds nothing, which an index answers at
-    once and a scan of the table only after reading all of it."""
+    """``layout.PATH_ENDS`` (the transaction's first read, for
+    ``QueryContext.site_alone``), prepared on the catalog's connection: the
+    plan PostgreSQL keeps, made blind to the site's path, reads the ends of
+    the path's B-tree only (a scan of the table for rows after the site's
+    path would read all of it)."""
     from plone_pgcatalog.store import layout
 
-    params = layout.site_alone_params(SITE)
-    assert pg.execute(layout.SITE_ALONE, params).fetchone() == (True,)
-    plan = explain(pg, layout.SITE_ALONE, params)
-    assert not catalog_scans(plan, explained.partial), "\n".join(_outline(plan))
-    assert "Seq Scan" not in str(plan), "\n".join(_outline(plan))
-    assert _indexes_read(plan) <= {"pgcatalog_path", "pgcatalog_path_depth"}
+    ends = pg.execute(layout.PATH_ENDS, (SITE,)).fetchone()
+    assert layout.site_alone(ends, SITE)
+    plan = _kept_plan(explained.dsn, layout.PATH_ENDS, (SITE,))
+    outline = "\n".join(_outline(plan))
+    assert "Seq Scan" not in str(plan) and "Bitmap" not in str(plan), outline
+    assert _indexes_read(plan) == {"pgcatalog_path"}, outline
+    assert str(plan).count("'Limit'") >= 3, outline
+    generic, custom = _plans_made(explained.dsn, layout.PATH_ENDS, (SITE,))
+    assert generic >= 1, (generic, custom)
 
 
 def test_an_index_objects_lookup_reads_its_columns_index(explained, pg):

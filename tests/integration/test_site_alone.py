@@ -4,17 +4,18 @@ Each search keeps other sites' rows out with the site's path range
 (``paths.path_clause``), tested on every match: at 10,220 rows, 1.2-1.5 ms
 of a count of every row through a covering index.  Where every row of the
 table is in the site's subtree (one site per database, the common case),
-the transaction's first read finds so (``layout.SITE_ALONE``, in the round
+the transaction's first read finds so (``layout.PATH_ENDS``, in the round
 trip of the savepoint) and the searches leave the test out
 (``query.QueryContext.site_alone``).  The first search of a transaction is
 translated as the last snapshot had it and sent in the same round trip:
 a row of another site written meanwhile makes it run again with the test.
-Pending changes (which may be of another site) keep it.  Several sites in
-one database: ``test_query_language``.
+Pending changes (which may be of another site) keep it.  (Two sites with
+rows in one database, where neither is alone: ``test_query_language``.)
 """
 
 from __future__ import annotations
 
+from Acquisition import aq_base
 from plone import api
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.store import layout
@@ -51,11 +52,9 @@ def _copy_row(dsn: str, path: str | None, source: str = "/plone/page-1") -> None
 
 def _alone(dsn: str, site: str = "/plone") -> bool:
     with psycopg.connect(dsn) as conn:
-        [[alone]] = conn.execute(
-            layout.SITE_ALONE, layout.site_alone_params(site)
-        ).fetchall()
+        [ends] = conn.execute(layout.PATH_ENDS, (site,)).fetchall()
         conn.rollback()
-    return alone
+    return layout.site_alone(ends, site)
 
 
 def _documents() -> list[str]:
@@ -112,18 +111,50 @@ def test_a_row_of_another_site_brings_the_path_back(pg_layer, searches, path):
     transaction.abort()
 
 
-def test_a_row_without_a_path_keeps_the_test(pg_layer):
+def test_a_row_without_a_path_keeps_the_test(pg_layer, searches):
     _site(pg_layer, count=1)
     dsn = pg_layer["pgcatalog_dsn"]
-    assert _alone(dsn)
+    transaction.begin()
+    assert _documents() == ["/plone/page-0"]
+    transaction.abort()
     _copy_row(dsn, None, source="/plone/page-0")
     assert not _alone(dsn)
+    snapshots.results.clear()
+    searches.clear()
+    transaction.begin()
+    # (A row without a path among them would not even sort.)
+    assert _documents() == ["/plone/page-0"]
+    transaction.abort()
+    assert [SITE_TEST in searched.statement for searched in searches] == [False, True]
+
+
+def test_only_the_site_that_read_is_alone_in_its_transaction(pg_layer, monkeypatch):
+    """The first read of a transaction asks for its catalog's site: another
+    site's catalog searched in the same transaction keeps the test."""
+    from plone_pgcatalog.store import connection
+
+    portal = _site(pg_layer, count=1)
+    catalog = portal.portal_catalog
+    transaction.begin()
+    assert _documents() == ["/plone/page-0"]
+    assert connection.site_alone(catalog)
+    monkeypatch.setattr(type(aq_base(catalog)), "site_path", lambda self: "/other")
+    assert not connection.site_alone(catalog)
+    assert not connection.likely_alone(catalog)
+    transaction.abort()
+    monkeypatch.undo()
+    # Nor outside the transaction that read.
+    transaction.begin()
+    assert not connection.site_alone(catalog)
+    assert connection.likely_alone(catalog)
+    transaction.abort()
 
 
 def test_pending_changes_keep_the_test(pg_layer, searches):
     """Rows the transaction has cataloged but not written are laid over the
     stored ones (``overlay``): they may be another site's."""
     portal = _site(pg_layer, count=1)
+    assert _alone(pg_layer["pgcatalog_dsn"])
     transaction.begin()
     api.content.create(container=portal, type="Document", id="new", title="New")
     assert _documents() == ["/plone/new", "/plone/page-0"]

@@ -182,6 +182,26 @@ def test_a_site_alone_in_its_table_has_no_test_of_its_path():
     )
 
 
+@pytest.mark.parametrize(
+    "ends,alone",
+    [
+        (("/plone", "/plone/z", "/plone/a", False), True),
+        (("/plone/a", "/plone/z", "/plone/b", False), True),  # root not cataloged
+        ((None, None, None, False), True),  # no rows
+        (("/plone", "/plone", None, False), True),
+        (("/other", "/plone/z", "/plone/a", False), False),  # before the site
+        (("/plone", "/plone0/a", "/plone/a", False), False),  # after its subtree
+        (("/plone", "/plone/z", "/plone-archive", False), False),  # between
+        (("/plone", "/plone/z", "/plone.x", False), False),
+        (("/plone", "/plone/z", "/plone/a", True), False),  # a row without a path
+    ],
+)
+def test_where_the_paths_lie_tells_whether_a_site_is_alone(ends, alone):
+    from plone_pgcatalog.store import layout
+
+    assert layout.site_alone(ends, "/plone") is alone
+
+
 def test_b_start_without_a_window_size_is_ignored():
     plan = build_query({"portal_type": "a", "b_start": 5}, _indexes(), "/plone")
     assert (plan.limit, plan.offset) == (None, 0)

@@ -220,11 +220,13 @@ def _mark_savepoint(
     context, storage, found: list[tuple], site: str | None, alone: bool
 ) -> dict[str, str]:
     """Record what ``columns.READY`` found (``found``, its rows) and whether
-    the site at path ``site`` is alone in the table (``layout.SITE_ALONE``)
+    the site at path ``site`` is alone in the table (``layout.PATH_ENDS``)
     for the transaction; the ready columns."""
     ready, rows = columns.ready_rows(found)
     storage._pgcatalog_columns = ready
-    storage._pgcatalog_alone = site if alone else None
+    # For the snapshot it was read in: a sync inside one ZODB transaction
+    # begins another, where another site may have rows.
+    storage._pgcatalog_alone = (site, snapshot_id(context)) if alone else None
     storage._pgcatalog_savepoint_of = _jar(context).transaction_manager.get()
     # What the next transaction's first search translates with
     # (``likely_columns``, ``likely_alone``); shared by the storage's
@@ -258,16 +260,20 @@ def first_read(context) -> bool:
 def site_alone(context) -> bool:
     """Whether every row of the catalog's table, in the current
     transaction's snapshot, is in the subtree of ``context``'s site
-    (``layout.SITE_ALONE``, read with the typed columns by the transaction's
+    (``layout.PATH_ENDS``, read with the typed columns by the transaction's
     first catalog read, for the site that read): its searches then need no
     test of the path (``query.QueryContext.site_alone``).  False outside a
-    read transaction, and for the other sites of a transaction that reads
-    several."""
+    read transaction, for the other sites of a transaction that reads
+    several, and in another snapshot than the one it was read in."""
     storage = _storage_instance(context)
     current = _jar(context).transaction_manager.get()
     if getattr(storage, "_pgcatalog_savepoint_of", None) is not current:
         return False
-    return getattr(storage, "_pgcatalog_alone", None) == _site(context)
+    read = getattr(storage, "_pgcatalog_alone", None)
+    snapshot = snapshot_id(context)
+    return (
+        read is not None and snapshot is not None and read == (_site(context), snapshot)
+    )
 
 
 def likely_alone(context) -> bool:
@@ -476,14 +482,14 @@ def _send_prelude(
     cursor.execute(columns.LOCK)
     cursor.execute(columns.READY)
     if site is not None:
-        # Planned for its values, never kept: a plan blind to them would
-        # walk the table for rows outside the site, of which there are none.
-        sites.execute(layout.SITE_ALONE, layout.site_alone_params(site), prepare=False)
+        # Its plan kept: the same for every site (``layout.PATH_ENDS``).
+        sites.execute(layout.PATH_ENDS, (site,), prepare=True)
 
 
 def _alone(sites: psycopg.Cursor, site: str | None) -> bool:
-    """The answer of ``layout.SITE_ALONE`` that ``_send_prelude`` sent."""
-    return site is not None and sites.fetchone()[0]
+    """Whether ``site`` is alone in the table, from the row of
+    ``layout.PATH_ENDS`` that ``_send_prelude`` sent."""
+    return site is not None and layout.site_alone(sites.fetchone(), site)
 
 
 def _savepoint_and_columns(
@@ -492,7 +498,7 @@ def _savepoint_and_columns(
     """Set the read savepoint, the planner's page cost for the rest of the
     transaction (before the savepoint: a failed read keeps it), and read the
     typed columns searches may use (``columns.READY``) and whether the site
-    at path ``site`` is alone in the table (``layout.SITE_ALONE``), in one
+    at path ``site`` is alone in the table (``layout.PATH_ENDS``), in one
     round trip: the columns' rows, and that."""
     try:
         with (
