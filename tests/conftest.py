@@ -109,12 +109,12 @@ def record_searches(monkeypatch) -> list[Searched]:
         return rows
 
     def recording_first(context, statement, params, keep_plan=False):
-        ready, rows = first(context, statement, params, keep_plan)
+        rows = first(context, statement, params, keep_plan)
         if rows is not None:
             seen.append(
                 Searched(statement.as_string(None), params, len(rows), keep_plan)
             )
-        return ready, rows
+        return rows
 
     monkeypatch.setattr(search, "_execute", recording_alone)
     monkeypatch.setattr(connection, "search_first", recording_first)

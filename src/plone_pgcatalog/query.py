@@ -243,23 +243,16 @@ class SearchSQL:
             # merged into this one (OFFSET 0): else the count's window kept
             # each match's whole ``idx`` to compute them after it, and
             # spilled to disk (92 ms for 10,000 matches).
-            keys = [
-                sql.SQL("{} AS sort_key_{}").format(expression, sql.SQL(str(number)))
-                for number, (expression, _) in enumerate(self.sort_keys)
-            ]
-            order = [
-                sql.SQL("sort_key_{}{}").format(sql.SQL(str(number)), direction)
-                for number, (_, direction) in enumerate(self.sort_keys)
-            ]
+            keys, order = self._sort_key_columns()
             statement = sql.SQL(
                 "SELECT zoid, path{} FROM (SELECT zoid, path, {} FROM {} WHERE {}"
                 " OFFSET 0) AS matched ORDER BY {}, zoid"
             ).format(
                 total,
-                sql.SQL(", ").join(keys),
+                keys,
                 self.source,
                 self.where,
-                sql.SQL(", ").join(order),
+                order,
             )
             params = [*self.source_params, *self.params]
         elif self.score is None:
@@ -287,6 +280,20 @@ class SearchSQL:
             params.append(offset)
         return statement, tuple(params)
 
+    def _sort_key_columns(self) -> tuple[sql.Composed, sql.Composed]:
+        """The sort keys as columns of a subquery (``expression AS
+        sort_key_0, ...``), and the order on those columns (``sort_key_0
+        DESC, ...``)."""
+        keys = sql.SQL(", ").join(
+            sql.SQL("{} AS sort_key_{}").format(expression, sql.SQL(str(number)))
+            for number, (expression, _) in enumerate(self.sort_keys)
+        )
+        order = sql.SQL(", ").join(
+            sql.SQL("sort_key_{}{}").format(sql.SQL(str(number)), direction)
+            for number, (_, direction) in enumerate(self.sort_keys)
+        )
+        return keys, order
+
     def _from_the_edge(self, limit: int, offset: int) -> tuple[sql.Composed, tuple]:
         """``rows_query`` of a window counted apart whose first sort key is
         a ``columns.SORTED`` typed column (``edge``).
@@ -309,14 +316,7 @@ class SearchSQL:
         where the column's NULL sorts, and last in an ascending one)."""
         typed, untyped = self.count_parts
         column, reverse = self.edge
-        keys = sql.SQL(", ").join(
-            sql.SQL("{} AS sort_key_{}").format(expression, sql.SQL(str(number)))
-            for number, (expression, _) in enumerate(self.sort_keys)
-        )
-        order = sql.SQL(", ").join(
-            sql.SQL("sort_key_{}{}").format(sql.SQL(str(number)), direction)
-            for number, (_, direction) in enumerate(self.sort_keys)
-        )
+        keys, order = self._sort_key_columns()
         statement = sql.SQL(
             "WITH counted AS MATERIALIZED (SELECT count(*) AS matches,"
             " {first}({column}) AS edge FROM {source} WHERE {typed}),"

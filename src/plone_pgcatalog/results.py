@@ -102,9 +102,7 @@ def search_results(
     def run() -> search.Found:
         if first:
             statement, params = search.search_statement(plan, metadata)
-            _ready, rows = connection.search_first(
-                catalog, statement, params, plan.plan_kept
-            )
+            rows = connection.search_first(catalog, statement, params, plan.plan_kept)
             if rows is not None and _as_read(catalog) == translated_with:
                 with connection.reading(catalog) as conn:
                     return search.found_by(conn, plan, rows, metadata)

@@ -355,7 +355,7 @@ def _record(catalog, query: dict, call: str) -> Recorded:
     def search_first(context, statement, params, keep_plan=False):
         # Not sent: the search then goes through ``reading`` and
         # ``run_search``, translated for the columns the snapshot has.
-        return {}, None
+        return None
 
     original = search.run_search
     search.run_search = run_search

@@ -218,10 +218,10 @@ def _site(context) -> str | None:
 
 def _mark_savepoint(
     context, storage, found: list[tuple], site: str | None, alone: bool
-) -> dict[str, str]:
+) -> None:
     """Record what ``columns.READY`` found (``found``, its rows) and whether
     the site at path ``site`` is alone in the table (``layout.PATH_ENDS``)
-    for the transaction; the ready columns."""
+    for the transaction."""
     ready, rows = columns.ready_rows(found)
     storage._pgcatalog_columns = ready
     # For the snapshot it was read in: a sync inside one ZODB transaction
@@ -236,7 +236,6 @@ def _mark_savepoint(
         storage._main._pgcatalog_alone_seen = site if alone else None
     # The catalog's size, as the last transaction that read it found it.
     storage._main._pgcatalog_rows_seen = rows
-    return ready
 
 
 def catalog_rows(context) -> float:
@@ -293,18 +292,16 @@ def likely_columns(context) -> dict[str, str]:
     return getattr(_storage_instance(context)._main, "_pgcatalog_columns_seen", {})
 
 
-def search_first(
-    context, statement, params, keep_plan: bool = False
-) -> tuple[dict[str, str], list | None]:
+def search_first(context, statement, params, keep_plan: bool = False) -> list | None:
     """The first catalog read of a transaction (``first_read``): the
     savepoint, the page cost, the ready typed columns and whether the site
     is alone (as ``reading`` sets and reads them) and the search
     ``statement``, in one round trip.
 
-    Returns ``(ready columns, rows)``.  The search was translated with
+    Returns the search's rows.  The search was translated with
     ``likely_columns`` and ``likely_alone``: its rows are the answer only
-    if those are the ready columns and ``site_alone`` (which this read
-    records).  ``rows`` is None when the search failed (a column the
+    if those are ``ready_columns`` and ``site_alone`` (which this read
+    records).  The rows are None when the search failed (a column the
     guess named is gone, no table yet, a bad query): the transaction is
     back at its savepoint, and the caller runs the search again through
     ``reading``, where an error that is the search's own propagates.
@@ -335,8 +332,9 @@ def search_first(
         if failure is not None:
             raise failure from error
         # ``reading`` sets the savepoint again and reads the columns.
-        return {}, None
-    return _mark_savepoint(context, storage, found, site, alone), rows
+        return None
+    _mark_savepoint(context, storage, found, site, alone)
+    return rows
 
 
 def _random_page_cost() -> str | None:
