@@ -726,6 +726,10 @@ class DateIndexView(ValueIndexView):
     _numbers_may_be_dates = False
 
 
+#: ``{index name: statement}`` of ``UUIDIndexView._value_rids``.
+_UID_LOOKUPS: dict[str, sql.SQL] = {}
+
+
 class UUIDIndexView(ValueIndexView):
     """UUIDIndex: one object per value; ``_index`` maps a value to its id."""
 
@@ -735,28 +739,36 @@ class UUIDIndexView(ValueIndexView):
         """A UID's object on the typed column, by a plan kept for every UID
         (``query.SearchSQL.plan_kept``: the other condition, the site, one
         ``IS TRUE`` test no index answers): plone.app.uuid resolves every
-        link by UID.  Its path is read with it and remembered for the
-        transaction (``snapshots.remember_paths``): ``getpath``, asked next,
-        needs no round trip."""
+        link by UID.  Its path and metadata are read with it and remembered
+        for the transaction (``snapshots.remember_paths``,
+        ``remember_uid``): ``getpath``, asked next, needs no round trip, and
+        nor does the brain's search (``results.search_results``)."""
         typed = self._typed(rows)
         if typed is None or rows.source_params or not isinstance(key, str):
             return super()._value_rids(rows, key)
         site, site_params = path_clause(rows.site_path, -1)
-        where, params = by_key(
-            [site, typed + sql.SQL(" = %s")],
-            [*site_params, key],
-            1,
-            len(site_params),
-            1,
-        )
-        statement = sql.SQL("SELECT zoid, path FROM {} WHERE {} ORDER BY zoid").format(
-            rows.source, where
-        )
-        found = rows.fetch(statement, params, keep_plan=True)
+        # Composed once per index (its column is named after it): a page
+        # resolves each of its links.
+        statement = _UID_LOOKUPS.get(self._name)
+        if statement is None:
+            where, _ = by_key(
+                [site, typed + sql.SQL(" = %s")],
+                [*site_params, key],
+                1,
+                len(site_params),
+                1,
+            )
+            statement = sql.SQL(
+                "SELECT zoid, path, meta::text FROM {} WHERE {} ORDER BY zoid"
+            ).format(layout.TABLE, where)
+            statement = _UID_LOOKUPS[self._name] = sql.SQL(statement.as_string(None))
+        # ``by_key``'s order: the key's value first, then the others'.
+        found = rows.fetch(statement, [key, *site_params], keep_plan=True)
         state = rows.cache_key()
         if state is not None:
-            snapshots.remember_paths(state, found)
-        return [zoid for zoid, _ in found]
+            snapshots.remember_paths(state, [(zoid, path) for zoid, path, _ in found])
+            snapshots.remember_uid(state, self._name, key, found)
+        return [zoid for zoid, _, _ in found]
 
     def _values(self, rows):
         # Every value is distinct: one pass, not one B-tree probe per value.

@@ -25,6 +25,7 @@ from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
+from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
@@ -58,8 +59,71 @@ def search_results(
     ``searchResults`` gives them (without the security terms the tool adds).
     Without ``metadata`` the search does not read its first rows' metadata
     (for callers that only count)."""
-    started = time.perf_counter()
     pending = current_pending()
+    found = None
+    if not pending and not match_all:
+        found = _uid_read(catalog, query)
+    if found is not None:
+        rest, later = None, False
+    else:
+        found, rest, later = _search(catalog, query, pending, match_all, metadata)
+    found_by_searches().update(map(itemgetter(0), found.ids))
+    # The metadata that came with the rows is that of this snapshot: read
+    # after a commit (a script that changes what it found), brains show
+    # what is stored then, as ZCatalog's do.
+    searched_in = connection.snapshot_id(catalog)
+    # Rows this transaction cataloged have their metadata here, not in
+    # PostgreSQL yet.
+    pending_meta: dict[int, dict] = {}
+    if pending:
+        pending_meta.update((zoid, row.meta) for zoid, row in pending.rows.items())
+        pending_meta.update(
+            (zoid, patch.meta)
+            for zoid, patch in pending.patches.items()
+            if patch.update_metadata
+        )
+
+    def load_metadata(zoids):
+        stored = [zoid for zoid in zoids if zoid not in pending_meta]
+        # The first rows' came with the search (``search.META_ROWS``).
+        loaded = {}
+        if searched_in is not None and connection.snapshot_id(catalog) == searched_in:
+            loaded = search.metadata_given(found, stored)
+        missing = [zoid for zoid in stored if zoid not in loaded]
+        if missing:
+            with connection.reading(catalog) as conn:
+                loaded.update(search.load_metadata(conn, missing))
+        loaded.update(
+            (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
+        )
+        return loaded
+
+    return LazyResults(
+        found.ids,
+        found.total,
+        catalog,
+        catalog._catalog.names,
+        load_metadata,
+        found.scores,
+        load_snippets=_snippet_loader(catalog, query, pending),
+        rest=rest,
+        # Read after its transaction, the rest is every match of the later
+        # snapshot not among the rows held, in the result's order (a
+        # script that commits while it iterates sees each match once,
+        # whatever it changed in those it read); ZCatalog, too, reads its
+        # records then.  Else it is fetched before the transaction ends.
+        rest_later=later,
+    )
+
+
+def _search(
+    catalog, query: dict, pending, match_all: bool, metadata: bool
+) -> tuple[search.Found, object, bool]:
+    """``(found, rest, later)``: what ``query`` found in one round trip,
+    what fetches the rest of its rows (None when they all came), and
+    whether that rest is read from a later snapshot when the result is
+    read after its transaction."""
+    started = time.perf_counter()
     overlay = pending.overlay() if pending else Overlay()
     configs = text_configs(query)
     large = is_large(connection.catalog_rows(catalog))
@@ -139,40 +203,10 @@ def search_results(
         lambda: (_shown(query), *search.search_statement(plan, metadata), found.total),
         kept=plan.plan_kept,
     )
-    found_by_searches().update(map(itemgetter(0), found.ids))
-    # The metadata that came with the rows is that of this snapshot: read
-    # after a commit (a script that changes what it found), brains show
-    # what is stored then, as ZCatalog's do.
-    searched_in = connection.snapshot_id(catalog)
-    # Rows this transaction cataloged have their metadata here, not in
-    # PostgreSQL yet.
-    pending_meta: dict[int, dict] = {}
-    if pending:
-        pending_meta.update((zoid, row.meta) for zoid, row in pending.rows.items())
-        pending_meta.update(
-            (zoid, patch.meta)
-            for zoid, patch in pending.patches.items()
-            if patch.update_metadata
-        )
-
-    def load_metadata(zoids):
-        stored = [zoid for zoid in zoids if zoid not in pending_meta]
-        # The first rows' came with the search (``search.META_ROWS``).
-        loaded = {}
-        if searched_in is not None and connection.snapshot_id(catalog) == searched_in:
-            loaded = search.metadata_given(found, stored)
-        missing = [zoid for zoid in stored if zoid not in loaded]
-        if missing:
-            with connection.reading(catalog) as conn:
-                loaded.update(search.load_metadata(conn, missing))
-        loaded.update(
-            (zoid, pending_meta[zoid]) for zoid in zoids if zoid in pending_meta
-        )
-        return loaded
-
     # The rest of a result read after its transaction comes from a later
     # snapshot; pending changes laid over the rows are the transaction's
     # own, and a storage that does not tell its snapshot cannot tell.
+    searched_in = connection.snapshot_id(catalog)
     later = searched_in is not None and not plan.source_params
 
     def rest(offset: int) -> tuple[list, list | None]:
@@ -187,22 +221,43 @@ def search_results(
         found_by_searches().update(map(itemgetter(0), more.ids))
         return more.ids, more.scores
 
-    return LazyResults(
-        found.ids,
-        found.total,
-        catalog,
-        catalog._catalog.names,
-        load_metadata,
-        found.scores,
-        load_snippets=_snippet_loader(catalog, query, pending),
-        rest=None if plan.windowed or plan.python_slice else rest,
-        # Read after its transaction, the rest is every match of the later
-        # snapshot not among the rows held, in the result's order (a
-        # script that commits while it iterates sees each match once,
-        # whatever it changed in those it read); ZCatalog, too, reads its
-        # records then.  Else it is fetched before the transaction ends.
-        rest_later=later,
-    )
+    return found, None if plan.windowed or plan.python_slice else rest, later
+
+
+def _uid_read(catalog, query: dict) -> search.Found | None:
+    """What plone.app.uuid's ``unrestrictedSearchResults(UID=uid)`` finds,
+    when this transaction read that UID's rows already in its snapshot
+    (``UUIDIndexView._value_rids``, ``snapshots.remember_uid``), else None.
+
+    plone.app.uuid resolves a link by asking the UID index for the path
+    (``uuidToPhysicalPath``), then searching for the brain
+    (``uuidToCatalogBrain``): that search is then answered without a
+    translation or a round trip, with the rows and metadata the lookup
+    read (the rows of the site whose ``UID`` is ``uid``, by record id, as
+    the search's statement finds them).  Only for the query of the UID
+    alone, with no pending changes (the callers' condition), and while
+    ``UID`` is the only index that answers the key ``UID``."""
+    if len(query) != 1:
+        return None
+    uid = query.get("UID")
+    if type(uid) is not str or not uid:
+        return None
+    snapshot = connection.snapshot_id(catalog)
+    if snapshot is None:
+        return None
+    rows = snapshots.uid_read((*snapshot, catalog.site_path()), "UID", uid)
+    if rows is None:
+        return None
+    answering = [
+        index
+        for index in catalog.getIndexDefinitions().stored.values()
+        if "UID" in query_names(index)
+    ]
+    if len(answering) != 1 or answering[0].getId() != "UID":
+        return None
+    if answering[0].meta_type != "UUIDIndex":
+        return None
+    return search.found_read(rows)
 
 
 def _snippet_loader(catalog, query: dict, pending):

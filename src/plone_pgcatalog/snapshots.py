@@ -18,7 +18,7 @@ variable ``PGCATALOG_RESULT_CACHE=off`` (the benchmark does, to measure
 searches themselves).
 
 Also owns what one transaction read and may ask again (``remember_paths``,
-``path_read``): not shared, gone with the transaction, so not switched off
+``path_read``, ``remember_uid``, ``uid_read``): not shared, gone with the transaction, so not switched off
 with the caches (one transaction reads one committed state, as ZCatalog's
 reads of its BTrees do).
 
@@ -90,14 +90,24 @@ TRANSACTION_PATHS = 10_000
 _PATHS_READ = "plone_pgcatalog.paths_read"
 
 
-def _paths_read() -> dict:
+#: The UIDs whose rows one transaction remembers at most
+#: (``remember_uid``): with their metadata, so fewer than the paths.
+TRANSACTION_UIDS = 1_000
+_UIDS_READ = "plone_pgcatalog.uids_read"
+
+
+def _transaction_memo(name: str) -> dict:
     txn = transaction.get()
     try:
-        return txn.data(_PATHS_READ)
+        return txn.data(name)
     except KeyError:
         found: dict = {}
-        txn.set_data(_PATHS_READ, found)
+        txn.set_data(name, found)
         return found
+
+
+def _paths_read() -> dict:
+    return _transaction_memo(_PATHS_READ)
 
 
 def remember_paths(state: tuple, rows) -> None:
@@ -121,3 +131,24 @@ def path_read(state: tuple, rid: int) -> str | None:
     except KeyError:
         return None
     return found.get((*state, rid))
+
+
+def remember_uid(state: tuple, name: str, uid: str, rows: list) -> None:
+    """Remember, for this transaction, the rows ``(record id, path,
+    metadata JSON text)`` whose UUIDIndex ``name`` holds ``uid``, in the
+    committed state and site ``state``: plone.app.uuid reads a UID's path
+    (``_index.get``), then its brain (``unrestrictedSearchResults(UID=)``,
+    ``uid_read``)."""
+    found = _transaction_memo(_UIDS_READ)
+    if len(found) < TRANSACTION_UIDS:
+        found[(*state, name, uid)] = rows
+
+
+def uid_read(state: tuple, name: str, uid: str) -> list | None:
+    """The rows ``remember_uid`` remembered for ``uid`` in ``state``, or
+    None."""
+    try:
+        found = transaction.get().data(_UIDS_READ)
+    except KeyError:
+        return None
+    return found.get((*state, name, uid))

@@ -261,6 +261,7 @@ def error_probes(catalog) -> dict:
 
 def consumer_probes(layer, catalog) -> dict:
     from plone.app.dexterity.browser.types import TypeStatsAdapter
+    from plone.app.uuid.utils import uuidToCatalogBrain
     from plone.app.uuid.utils import uuidToPhysicalPath
     from plone.registry.interfaces import IRegistry
     from zope.component import getUtility
@@ -272,8 +273,19 @@ def consumer_probes(layer, catalog) -> dict:
     def terms(vocabulary):
         return [(term.value, term.token, term.title) for term in vocabulary]
 
+    def resolved(uid):
+        # A link resolved as plone.app.uuid does it: the path, then the
+        # brain (``results._uid_read`` answers the second from the first).
+        path, brain = uuidToPhysicalPath(uid), uuidToCatalogBrain(uid)
+        if brain is None:
+            return path, None
+        shown = ("getPath", "Title", "portal_type", "review_state", "UID")
+        return path, [brain.getPath(), *(getattr(brain, name) for name in shown[1:])]
+
     probes = {
         "Keywords": terms(keywords(portal)),
+        "uuidToCatalogBrain": resolved(uid_of("/plone/folder/page-a")),
+        "uuidToCatalogBrain unknown": resolved("0123456789abcdef0123456789abcdef"),
         "Keywords filtered": terms(keywords(portal, query="a")),
         "uuidToPhysicalPath": uuidToPhysicalPath(uid_of("/plone/folder/page-b")),
         "search view types_list": api.content.get_view(
@@ -474,6 +486,8 @@ def test_unknown_index_raises_keyerror_as_zcatalog(results):
         "Keywords filtered",
         "Keywords of section",
         "uuidToPhysicalPath",
+        "uuidToCatalogBrain",
+        "uuidToCatalogBrain unknown",
         "search view types_list",
         "Document count",
     ],
@@ -780,6 +794,82 @@ def test_a_uids_path_comes_with_its_record_id(pg_layer, monkeypatch):
     api.content.rename(obj=portal["folder"], new_id="moved")
     assert uuidToPhysicalPath(uid) == "/plone/moved/page"
     assert uuidToPhysicalPath(other_uid) == "/plone/other"
+    transaction.abort()
+
+
+def _searches(monkeypatch) -> list:
+    """The queries ``searchResults`` translated and sent, in order."""
+    from plone_pgcatalog import results
+
+    sent = []
+    searched = results._search
+
+    def recording(catalog, query, *args):
+        sent.append(dict(query))
+        return searched(catalog, query, *args)
+
+    monkeypatch.setattr(results, "_search", recording)
+    return sent
+
+
+def _brain(brain) -> tuple:
+    return brain.getPath(), brain.Title, brain.review_state, brain.UID
+
+
+def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch):
+    """plone.app.uuid's ``uuidToCatalogBrain`` after ``uuidToPhysicalPath``,
+    caches off: the UID lookup read the rows with their metadata, so the
+    search for the brain sends nothing (``results._uid_read``) and gives
+    the brain the search gives; in this transaction only, and not once it
+    has pending changes."""
+    from plone.app.uuid.utils import uuidToCatalogBrain
+    from plone.app.uuid.utils import uuidToPhysicalPath
+    from plone_pgcatalog import snapshots
+
+    monkeypatch.setattr(snapshots.lookups, "enabled", False)
+    monkeypatch.setattr(snapshots.results, "enabled", False)
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = api.content.create(container=portal, type="Folder", id="folder")
+    page = api.content.create(container=folder, type="Document", id="page")
+    page.title = "Harbour lights"
+    page.reindexObject()
+    other = api.content.create(container=portal, type="Document", id="other")
+    transaction.commit()
+    uid, other_uid = api.content.get_uuid(page), api.content.get_uuid(other)
+    catalog = api.portal.get_tool("portal_catalog")
+    transaction.begin()
+    searched = _brain(catalog.unrestrictedSearchResults(UID=uid)[0])
+    assert searched == ("/plone/folder/page", "Harbour lights", "private", uid)
+    transaction.abort()
+    sent = _searches(monkeypatch)
+    transaction.begin()
+    assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+    assert _brain(uuidToCatalogBrain(uid)) == searched
+    # Unknown: no brain, nothing sent either.
+    assert uuidToPhysicalPath("0123456789abcdef0123456789abcdef") is None
+    assert uuidToCatalogBrain("0123456789abcdef0123456789abcdef") is None
+    assert sent == []
+    # A UID not looked up, or the UID with another criterion: searched.
+    assert uuidToCatalogBrain(other_uid).getPath() == "/plone/other"
+    found = catalog.unrestrictedSearchResults(UID=uid, portal_type="Folder")
+    assert len(found) == 0
+    assert sent == [{"UID": other_uid}, {"UID": uid, "portal_type": "Folder"}]
+    transaction.abort()
+    # The next transaction has not read the UID: searched.
+    transaction.begin()
+    assert _brain(uuidToCatalogBrain(uid)) == searched
+    assert len(sent) == 3
+    transaction.abort()
+    # Read before a change in the transaction, searched after it: the
+    # search sees the change.
+    transaction.begin()
+    assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+    page.title = "Lighthouse"
+    page.reindexObject()
+    brain = uuidToCatalogBrain(uid)
+    assert _brain(brain) == ("/plone/folder/page", "Lighthouse", "private", uid)
+    assert len(sent) == 4
     transaction.abort()
 
 

@@ -163,6 +163,17 @@ def found_by(
     return replace(_found(search, rows, total), metadata=given)
 
 
+def found_read(rows: list[tuple]) -> Found:
+    """What a search whose rows were read already found: all of ``rows``
+    (``(zoid, path, metadata JSON text)``), in their order, their metadata
+    with them."""
+    return Found(
+        [(zoid, path) for zoid, path, _ in rows],
+        len(rows),
+        metadata={zoid: meta for zoid, _, meta in rows if meta is not None},
+    )
+
+
 def metadata_given(found: Found, zoids: list[int]) -> dict[int, dict]:
     """``{zoid: metadata}`` of the rows of ``zoids`` whose metadata came
     with the search (``META_ROWS``)."""
