@@ -18,9 +18,9 @@ variable ``PGCATALOG_RESULT_CACHE=off`` (the benchmark does, to measure
 searches themselves).
 
 Also owns what one transaction read and may ask again (``remember_paths``,
-``path_read``, ``remember_uid``, ``uid_read``): not shared, gone with the transaction, so not switched off
-with the caches (one transaction reads one committed state, as ZCatalog's
-reads of its BTrees do).
+``path_read``, ``remember_uid``, ``uid_read``): not shared, gone with the
+transaction, so not switched off with the caches (one transaction reads
+one committed state, as ZCatalog's reads of its BTrees do).
 
 Must not open connections or build SQL.
 """
