@@ -680,16 +680,17 @@ class ValueIndexView(DataIndexView):
         most; a page resolves the same UIDs on every view."""
         rows = self._rows()
         value = comparable(key)
-        cache_key = None
-        if snapshots.lookups.enabled:
-            cache_key = rows.cache_key(
-                "rids", self._name, type(self).__name__, repr(value)
-            )
         return snapshots.lookups.get(
-            cache_key,
+            self._lookup_key(rows, "rids", value),
             lambda: self._value_rids(rows, value),
             keep=lambda rids: len(rids) <= snapshots.RESULT_ROWS,
         )
+
+    def _lookup_key(self, rows: _Rows, what: str, value) -> tuple | None:
+        """The key of ``snapshots.lookups`` for ``what`` of ``value``."""
+        if not snapshots.lookups.enabled:
+            return None
+        return rows.cache_key(what, self._name, type(self).__name__, repr(value))
 
     def _index_entry(self, rids: list[int]):
         return _rid_set(rids)
@@ -726,7 +727,7 @@ class DateIndexView(ValueIndexView):
     _numbers_may_be_dates = False
 
 
-#: ``{index name: statement}`` of ``UUIDIndexView._value_rids``.
+#: ``{index name: statement}`` of ``UUIDIndexView._uid_rows``.
 _UID_LOOKUPS: dict[str, sql.SQL] = {}
 
 
@@ -735,17 +736,38 @@ class UUIDIndexView(ValueIndexView):
 
     security = ClassSecurityInfo()
 
-    def _value_rids(self, rows, key):
+    def _rids_for(self, key) -> list[int]:
         """A UID's object on the typed column, by a plan kept for every UID
         (``query.SearchSQL.plan_kept``: the other condition, the site, one
         ``IS TRUE`` test no index answers): plone.app.uuid resolves every
-        link by UID.  Its path and metadata are read with it and remembered
+        link by UID.  Its path and metadata are read with it (``_uid_rows``,
+        kept per committed state as the other lookups are) and remembered
         for the transaction (``snapshots.remember_paths``,
-        ``remember_uid``): ``getpath``, asked next, needs no round trip, and
-        nor does the brain's search (``results.search_results``)."""
+        ``remember_uid``): ``getpath``, which plone.app.uuid's
+        ``uuidToPhysicalPath`` asks next, needs no round trip, nor does the
+        search for the UID's brain when it follows (``uuidToCatalogBrain``
+        after ``uuidToObject`` or ``uuidToPhysicalPath``:
+        ``results._uid_read``).  The metadata costs the lookup about 0.01 ms
+        (``benchmarks/README.rst``, "One round trip a link")."""
+        rows = self._rows()
+        value = comparable(key)
         typed = self._typed(rows)
-        if typed is None or rows.source_params or not isinstance(key, str):
-            return super()._value_rids(rows, key)
+        if typed is None or rows.source_params or not isinstance(value, str):
+            return super()._rids_for(key)
+        found = snapshots.lookups.get(
+            self._lookup_key(rows, "uid rows", value),
+            lambda: self._uid_rows(rows, typed, value),
+            keep=lambda found: len(found) <= snapshots.RESULT_ROWS,
+        )
+        state = rows.cache_key()
+        if state is not None:
+            snapshots.remember_paths(state, [(zoid, path) for zoid, path, _ in found])
+            snapshots.remember_uid(state, self._name, value, found)
+        return [zoid for zoid, _, _ in found]
+
+    def _uid_rows(self, rows: _Rows, typed: sql.Composable, uid: str) -> list[tuple]:
+        """``(zoid, path, metadata JSON text)`` of the site's rows of
+        ``uid``, by record id."""
         site, site_params = path_clause(rows.site_path, -1)
         # Composed once per index (its column is named after it): a page
         # resolves each of its links.
@@ -753,7 +775,7 @@ class UUIDIndexView(ValueIndexView):
         if statement is None:
             where, _ = by_key(
                 [site, typed + sql.SQL(" = %s")],
-                [*site_params, key],
+                [*site_params, uid],
                 1,
                 len(site_params),
                 1,
@@ -763,12 +785,7 @@ class UUIDIndexView(ValueIndexView):
             ).format(layout.TABLE, where)
             statement = _UID_LOOKUPS[self._name] = sql.SQL(statement.as_string(None))
         # ``by_key``'s order: the key's value first, then the others'.
-        found = rows.fetch(statement, [key, *site_params], keep_plan=True)
-        state = rows.cache_key()
-        if state is not None:
-            snapshots.remember_paths(state, [(zoid, path) for zoid, path, _ in found])
-            snapshots.remember_uid(state, self._name, key, found)
-        return [zoid for zoid, _, _ in found]
+        return rows.fetch(statement, [uid, *site_params], keep_plan=True)
 
     def _values(self, rows):
         # Every value is distinct: one pass, not one B-tree probe per value.

@@ -62,16 +62,18 @@ def search_results(
     pending = current_pending()
     found = None
     if not pending and not match_all:
-        found = _uid_read(catalog, query)
+        searched_in = connection.snapshot_id(catalog)
+        found = _uid_read(catalog, query, searched_in)
     if found is not None:
         rest, later = None, False
     else:
-        found, rest, later = _search(catalog, query, pending, match_all, metadata)
+        found, rest, later, searched_in = _search(
+            catalog, query, pending, match_all, metadata
+        )
     found_by_searches().update(map(itemgetter(0), found.ids))
-    # The metadata that came with the rows is that of this snapshot: read
-    # after a commit (a script that changes what it found), brains show
-    # what is stored then, as ZCatalog's do.
-    searched_in = connection.snapshot_id(catalog)
+    # The metadata that came with the rows is that of this snapshot
+    # (``searched_in``): read after a commit (a script that changes what it
+    # found), brains show what is stored then, as ZCatalog's do.
     # Rows this transaction cataloged have their metadata here, not in
     # PostgreSQL yet.
     pending_meta: dict[int, dict] = {}
@@ -118,11 +120,11 @@ def search_results(
 
 def _search(
     catalog, query: dict, pending, match_all: bool, metadata: bool
-) -> tuple[search.Found, object, bool]:
-    """``(found, rest, later)``: what ``query`` found in one round trip,
-    what fetches the rest of its rows (None when they all came), and
-    whether that rest is read from a later snapshot when the result is
-    read after its transaction."""
+) -> tuple[search.Found, object, bool, tuple | None]:
+    """``(found, rest, later, searched_in)``: what ``query`` found in one
+    round trip, what fetches the rest of its rows (None when they all
+    came), whether that rest is read from a later snapshot when the result
+    is read after its transaction, and the snapshot it was found in."""
     started = time.perf_counter()
     overlay = pending.overlay() if pending else Overlay()
     configs = text_configs(query)
@@ -221,29 +223,30 @@ def _search(
         found_by_searches().update(map(itemgetter(0), more.ids))
         return more.ids, more.scores
 
-    return found, None if plan.windowed or plan.python_slice else rest, later
+    whole = plan.windowed or plan.python_slice
+    return found, None if whole else rest, later, searched_in
 
 
-def _uid_read(catalog, query: dict) -> search.Found | None:
+def _uid_read(catalog, query: dict, snapshot: tuple | None) -> search.Found | None:
     """What plone.app.uuid's ``unrestrictedSearchResults(UID=uid)`` finds,
     when this transaction read that UID's rows already in its snapshot
-    (``UUIDIndexView._value_rids``, ``snapshots.remember_uid``), else None.
+    (``snapshot``; ``UUIDIndexView._rids_for``, ``snapshots.remember_uid``),
+    else None.
 
-    plone.app.uuid resolves a link by asking the UID index for the path
-    (``uuidToPhysicalPath``), then searching for the brain
-    (``uuidToCatalogBrain``): that search is then answered without a
-    translation or a round trip, with the rows and metadata the lookup
-    read (the rows of the site whose ``UID`` is ``uid``, by record id, as
-    the search's statement finds them).  Only for the query of the UID
-    alone, with no pending changes (the callers' condition), and while
-    ``UID`` is the only index that answers the key ``UID``."""
+    plone.app.uuid asks the UID index for a UID's path
+    (``uuidToPhysicalPath``, ``uuidToObject``) and searches for its brain
+    (``uuidToCatalogBrain``, ``uuidToURL``).  Where a caller asks for both
+    (the benchmark's ``uid_lookups``; a page that shows a link's object and
+    its URL), the search is answered without a translation or a round
+    trip, with the rows and metadata the lookup read (the rows of the site
+    whose ``UID`` is ``uid``, by record id, as the search's statement finds
+    them).  Only for the query of the UID alone, with no pending changes
+    (the callers' condition), and while ``UID`` is the only index that
+    answers the key ``UID``."""
     if len(query) != 1:
         return None
     uid = query.get("UID")
-    if type(uid) is not str or not uid:
-        return None
-    snapshot = connection.snapshot_id(catalog)
-    if snapshot is None:
+    if type(uid) is not str or not uid or snapshot is None:
         return None
     rows = snapshots.uid_read((*snapshot, catalog.site_path()), "UID", uid)
     if rows is None:

@@ -106,39 +106,42 @@ def _transaction_memo(name: str) -> dict:
         return found
 
 
-def _paths_read() -> dict:
-    return _transaction_memo(_PATHS_READ)
-
-
 def remember_paths(state: tuple, rows) -> None:
     """Remember, for this transaction, the stored paths of ``rows``
     (``(record id, path)``) of the committed state and site ``state``
     (``_Rows.cache_key()``): plone.app.uuid reads a UID's record id, then
     asks ``getpath`` for it; with the path read together, that second
     question needs no round trip."""
-    found = _paths_read()
+    found = _transaction_memo(_PATHS_READ)
     for rid, path in rows:
         if len(found) >= TRANSACTION_PATHS:
             return
         found[(*state, rid)] = path
 
 
+def _read_before(name: str, key: tuple):
+    """What this transaction remembered under ``key`` in its memo
+    ``name``, or None."""
+    try:
+        found = transaction.get().data(name)
+    except KeyError:
+        return None
+    return found.get(key)
+
+
 def path_read(state: tuple, rid: int) -> str | None:
     """The stored path of ``rid`` this transaction read in ``state``, or
     None."""
-    try:
-        found = transaction.get().data(_PATHS_READ)
-    except KeyError:
-        return None
-    return found.get((*state, rid))
+    return _read_before(_PATHS_READ, (*state, rid))
 
 
 def remember_uid(state: tuple, name: str, uid: str, rows: list) -> None:
     """Remember, for this transaction, the rows ``(record id, path,
     metadata JSON text)`` whose UUIDIndex ``name`` holds ``uid``, in the
-    committed state and site ``state``: plone.app.uuid reads a UID's path
-    (``_index.get``), then its brain (``unrestrictedSearchResults(UID=)``,
-    ``uid_read``)."""
+    committed state and site ``state``: where plone.app.uuid asks for a
+    UID's object or path (``_index.get``) and then for its brain
+    (``unrestrictedSearchResults(UID=)``), the second needs no round trip
+    (``uid_read``)."""
     found = _transaction_memo(_UIDS_READ)
     if len(found) < TRANSACTION_UIDS:
         found[(*state, name, uid)] = rows
@@ -147,8 +150,4 @@ def remember_uid(state: tuple, name: str, uid: str, rows: list) -> None:
 def uid_read(state: tuple, name: str, uid: str) -> list | None:
     """The rows ``remember_uid`` remembered for ``uid`` in ``state``, or
     None."""
-    try:
-        found = transaction.get().data(_UIDS_READ)
-    except KeyError:
-        return None
-    return found.get((*state, name, uid))
+    return _read_before(_UIDS_READ, (*state, name, uid))

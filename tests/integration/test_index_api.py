@@ -816,17 +816,20 @@ def _brain(brain) -> tuple:
     return brain.getPath(), brain.Title, brain.review_state, brain.UID
 
 
-def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch):
-    """plone.app.uuid's ``uuidToCatalogBrain`` after ``uuidToPhysicalPath``,
-    caches off: the UID lookup read the rows with their metadata, so the
-    search for the brain sends nothing (``results._uid_read``) and gives
-    the brain the search gives; in this transaction only, and not once it
-    has pending changes."""
+@pytest.mark.parametrize("kept", [False, True], ids=["caches off", "lookups kept"])
+def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch, kept):
+    """plone.app.uuid's ``uuidToCatalogBrain`` after ``uuidToPhysicalPath``:
+    the UID lookup read the rows with their metadata (or found them kept
+    per committed state, ``snapshots.lookups``), so the search for the
+    brain sends nothing (``results._uid_read``) and gives the brain the
+    search gives; in this transaction only, not once it has pending
+    changes, and not while another index answers the key ``UID``."""
     from plone.app.uuid.utils import uuidToCatalogBrain
     from plone.app.uuid.utils import uuidToPhysicalPath
     from plone_pgcatalog import snapshots
+    from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
 
-    monkeypatch.setattr(snapshots.lookups, "enabled", False)
+    monkeypatch.setattr(snapshots.lookups, "enabled", kept)
     monkeypatch.setattr(snapshots.results, "enabled", False)
     portal = pg_layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
@@ -843,23 +846,28 @@ def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch):
     assert searched == ("/plone/folder/page", "Harbour lights", "private", uid)
     transaction.abort()
     sent = _searches(monkeypatch)
+    looked_up = _statements(monkeypatch)
     transaction.begin()
     assert uuidToPhysicalPath(uid) == "/plone/folder/page"
     assert _brain(uuidToCatalogBrain(uid)) == searched
     # Unknown: no brain, nothing sent either.
     assert uuidToPhysicalPath("0123456789abcdef0123456789abcdef") is None
     assert uuidToCatalogBrain("0123456789abcdef0123456789abcdef") is None
-    assert sent == []
+    assert sent == [] and len(looked_up) == 2
     # A UID not looked up, or the UID with another criterion: searched.
     assert uuidToCatalogBrain(other_uid).getPath() == "/plone/other"
     found = catalog.unrestrictedSearchResults(UID=uid, portal_type="Folder")
     assert len(found) == 0
     assert sent == [{"UID": other_uid}, {"UID": uid, "portal_type": "Folder"}]
     transaction.abort()
-    # The next transaction has not read the UID: searched.
+    # The next transaction: the brain alone is searched; after the path,
+    # it is not, the lookup read again, or found kept.
     transaction.begin()
     assert _brain(uuidToCatalogBrain(uid)) == searched
     assert len(sent) == 3
+    assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+    assert _brain(uuidToCatalogBrain(uid)) == searched
+    assert len(sent) == 3 and len(looked_up) == (2 if kept else 3)
     transaction.abort()
     # Read before a change in the transaction, searched after it: the
     # search sees the change.
@@ -871,6 +879,22 @@ def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch):
     assert _brain(brain) == ("/plone/folder/page", "Lighthouse", "private", uid)
     assert len(sent) == 4
     transaction.abort()
+
+    # Another index that answers the key ``UID`` too (ZCatalog sends a key
+    # to every index whose query names hold it): searched, and nothing
+    # found, as that index holds no such value.  Changed in the stored
+    # mapping, not committed.
+    class Alias(FieldIndex):
+        def getIndexQueryNames(self):
+            return (self.id, "UID")
+
+    transaction.begin()
+    assert uuidToPhysicalPath(uid) == "/plone/folder/page"
+    catalog._catalog.__dict__["indexes"]["uid_alias"] = Alias("uid_alias")
+    assert uuidToCatalogBrain(uid) is None
+    assert len(sent) == 5
+    transaction.abort()
+    assert "uid_alias" not in catalog.indexes()
 
 
 def test_genericsetup_exports_and_imports_catalog_xml_through_the_views(pg_layer):
