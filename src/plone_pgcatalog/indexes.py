@@ -740,15 +740,16 @@ class UUIDIndexView(ValueIndexView):
         """A UID's object on the typed column, by a plan kept for every UID
         (``query.SearchSQL.plan_kept``: the other condition, the site, one
         ``IS TRUE`` test no index answers): plone.app.uuid resolves every
-        link by UID.  Its path and metadata are read with it (``_uid_rows``,
-        kept per committed state as the other lookups are) and remembered
-        for the transaction (``snapshots.remember_paths``,
-        ``remember_uid``): ``getpath``, which plone.app.uuid's
-        ``uuidToPhysicalPath`` asks next, needs no round trip, nor does the
-        search for the UID's brain when it follows (``uuidToCatalogBrain``
-        after ``uuidToObject`` or ``uuidToPhysicalPath``:
-        ``results._uid_read``).  The metadata costs the lookup about 0.01 ms
-        (``benchmarks/README.rst``, "One round trip a link")."""
+        link by UID.  Its path is read with it (``_uid_rows``, kept per
+        committed state as the other lookups are) and remembered for the
+        transaction (``snapshots.remember_paths``, ``remember_uid``):
+        ``getpath``, which plone.app.uuid's ``uuidToPhysicalPath`` asks
+        next, needs no round trip, nor does the search for the UID's brain
+        when it follows (``uuidToCatalogBrain`` after ``uuidToObject`` or
+        ``uuidToPhysicalPath``: ``results._uid_read``).  Not the metadata:
+        most callers want the object or the path only, and the brain loads
+        it when it is read (``benchmarks/README.rst``, "One round trip a
+        link")."""
         rows = self._rows()
         value = comparable(key)
         typed = self._typed(rows)
@@ -761,13 +762,12 @@ class UUIDIndexView(ValueIndexView):
         )
         state = rows.cache_key()
         if state is not None:
-            snapshots.remember_paths(state, [(zoid, path) for zoid, path, _ in found])
+            snapshots.remember_paths(state, found)
             snapshots.remember_uid(state, self._name, value, found)
-        return [zoid for zoid, _, _ in found]
+        return [zoid for zoid, _ in found]
 
     def _uid_rows(self, rows: _Rows, typed: sql.Composable, uid: str) -> list[tuple]:
-        """``(zoid, path, metadata JSON text)`` of the site's rows of
-        ``uid``, by record id."""
+        """``(zoid, path)`` of the site's rows of ``uid``, by record id."""
         site, site_params = path_clause(rows.site_path, -1)
         # Composed once per index (its column is named after it): a page
         # resolves each of its links.
@@ -781,7 +781,7 @@ class UUIDIndexView(ValueIndexView):
                 1,
             )
             statement = sql.SQL(
-                "SELECT zoid, path, meta::text FROM {} WHERE {} ORDER BY zoid"
+                "SELECT zoid, path FROM {} WHERE {} ORDER BY zoid"
             ).format(layout.TABLE, where)
             statement = _UID_LOOKUPS[self._name] = sql.SQL(statement.as_string(None))
         # ``by_key``'s order: the key's value first, then the others'.

@@ -238,11 +238,12 @@ def _uid_read(catalog, query: dict, snapshot: tuple | None) -> search.Found | No
     (``uuidToCatalogBrain``, ``uuidToURL``).  Where a caller asks for both
     (the benchmark's ``uid_lookups``; a page that shows a link's object and
     its URL), the search is answered without a translation or a round
-    trip, with the rows and metadata the lookup read (the rows of the site
-    whose ``UID`` is ``uid``, by record id, as the search's statement finds
-    them).  Only for the query of the UID alone, with no pending changes
-    (the callers' condition), and while ``UID`` is the only index that
-    answers the key ``UID``."""
+    trip, with the rows the lookup read (the rows of the site whose ``UID``
+    is ``uid``, by record id, as the search's statement finds them); their
+    metadata is loaded, in the same snapshot, if a brain's is read.  Only
+    for the query of the UID alone, with no pending changes (the callers'
+    condition), and while ``UID`` is the only index that answers the key
+    ``UID``."""
     if len(query) != 1:
         return None
     uid = query.get("UID")

@@ -90,9 +90,8 @@ TRANSACTION_PATHS = 10_000
 _PATHS_READ = "plone_pgcatalog.paths_read"
 
 
-#: The UIDs whose rows one transaction remembers at most
-#: (``remember_uid``): with their metadata, so fewer than the paths.
-TRANSACTION_UIDS = 1_000
+#: The UIDs whose rows one transaction remembers at most (``remember_uid``).
+TRANSACTION_UIDS = 10_000
 _UIDS_READ = "plone_pgcatalog.uids_read"
 
 
@@ -136,8 +135,8 @@ def path_read(state: tuple, rid: int) -> str | None:
 
 
 def remember_uid(state: tuple, name: str, uid: str, rows: list) -> None:
-    """Remember, for this transaction, the rows ``(record id, path,
-    metadata JSON text)`` whose UUIDIndex ``name`` holds ``uid``, in the
+    """Remember, for this transaction, the rows ``(record id, path)``
+    whose UUIDIndex ``name`` holds ``uid``, in the
     committed state and site ``state``: where plone.app.uuid asks for a
     UID's object or path (``_index.get``) and then for its brain
     (``unrestrictedSearchResults(UID=)``), the second needs no round trip

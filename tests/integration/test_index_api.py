@@ -812,6 +812,21 @@ def _searches(monkeypatch) -> list:
     return sent
 
 
+def _metadata_loads(monkeypatch) -> list:
+    """The record ids of each load of brains' metadata, in order."""
+    from plone_pgcatalog.store import search
+
+    loads = []
+    load = search.load_metadata
+
+    def recording(conn, zoids):
+        loads.append(list(zoids))
+        return load(conn, zoids)
+
+    monkeypatch.setattr(search, "load_metadata", recording)
+    return loads
+
+
 def _brain(brain) -> tuple:
     return brain.getPath(), brain.Title, brain.review_state, brain.UID
 
@@ -819,9 +834,9 @@ def _brain(brain) -> tuple:
 @pytest.mark.parametrize("kept", [False, True], ids=["caches off", "lookups kept"])
 def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch, kept):
     """plone.app.uuid's ``uuidToCatalogBrain`` after ``uuidToPhysicalPath``:
-    the UID lookup read the rows with their metadata (or found them kept
-    per committed state, ``snapshots.lookups``), so the search for the
-    brain sends nothing (``results._uid_read``) and gives the brain the
+    the UID lookup read the rows with their paths (or found them kept per
+    committed state, ``snapshots.lookups``), so the search for the brain
+    sends nothing (``results._uid_read``) and gives the brain the
     search gives; in this transaction only, not once it has pending
     changes, and not while another index answers the key ``UID``."""
     from plone.app.uuid.utils import uuidToCatalogBrain
@@ -847,9 +862,13 @@ def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch, kept):
     transaction.abort()
     sent = _searches(monkeypatch)
     looked_up = _statements(monkeypatch)
+    loads = _metadata_loads(monkeypatch)
     transaction.begin()
     assert uuidToPhysicalPath(uid) == "/plone/folder/page"
-    assert _brain(uuidToCatalogBrain(uid)) == searched
+    brain = uuidToCatalogBrain(uid)
+    # The metadata is loaded when it is read (in the same snapshot).
+    assert brain.getPath() == "/plone/folder/page" and loads == []
+    assert _brain(brain) == searched and len(loads) == 1
     # Unknown: no brain, nothing sent either.
     assert uuidToPhysicalPath("0123456789abcdef0123456789abcdef") is None
     assert uuidToCatalogBrain("0123456789abcdef0123456789abcdef") is None

@@ -165,13 +165,9 @@ def found_by(
 
 def found_read(rows: list[tuple]) -> Found:
     """What a search whose rows were read already found: all of ``rows``
-    (``(zoid, path, metadata JSON text)``), in their order, their metadata
-    with them."""
-    return Found(
-        [(zoid, path) for zoid, path, _ in rows],
-        len(rows),
-        metadata={zoid: meta for zoid, _, meta in rows if meta is not None},
-    )
+    (``(zoid, path)``), in their order; their metadata is loaded when a
+    brain's is read (``load_metadata``)."""
+    return Found(list(rows), len(rows))
 
 
 def metadata_given(found: Found, zoids: list[int]) -> dict[int, dict]:
