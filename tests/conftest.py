@@ -94,6 +94,24 @@ def searches(monkeypatch) -> list[Searched]:
     return record_searches(monkeypatch)
 
 
+@pytest.fixture
+def metadata_loads(monkeypatch) -> list[list[int]]:
+    """The record ids of each load of brains' metadata from now on
+    (``store.search.load_metadata``: brains read past the rows whose
+    metadata came with their search), in order."""
+    from plone_pgcatalog.store import search
+
+    loads: list[list[int]] = []
+    load = search.load_metadata
+
+    def recording(conn, zoids):
+        loads.append(list(zoids))
+        return load(conn, zoids)
+
+    monkeypatch.setattr(search, "load_metadata", recording)
+    return loads
+
+
 def record_searches(monkeypatch) -> list[Searched]:
     """``searches``, for a fixture of a wider scope (its own monkeypatch)."""
     from plone_pgcatalog.store import connection

@@ -812,27 +812,12 @@ def _searches(monkeypatch) -> list:
     return sent
 
 
-def _metadata_loads(monkeypatch) -> list:
-    """The record ids of each load of brains' metadata, in order."""
-    from plone_pgcatalog.store import search
-
-    loads = []
-    load = search.load_metadata
-
-    def recording(conn, zoids):
-        loads.append(list(zoids))
-        return load(conn, zoids)
-
-    monkeypatch.setattr(search, "load_metadata", recording)
-    return loads
-
-
 def _brain(brain) -> tuple:
     return brain.getPath(), brain.Title, brain.review_state, brain.UID
 
 
 @pytest.mark.parametrize("kept", [False, True], ids=["caches off", "lookups kept"])
-def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch, kept):
+def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch, metadata_loads, kept):
     """plone.app.uuid's ``uuidToCatalogBrain`` after ``uuidToPhysicalPath``:
     the UID lookup read the rows with their paths (or found them kept per
     committed state, ``snapshots.lookups``), so the search for the brain
@@ -862,7 +847,7 @@ def test_a_uids_brain_comes_with_its_path(pg_layer, monkeypatch, kept):
     transaction.abort()
     sent = _searches(monkeypatch)
     looked_up = _statements(monkeypatch)
-    loads = _metadata_loads(monkeypatch)
+    loads = metadata_loads
     transaction.begin()
     assert uuidToPhysicalPath(uid) == "/plone/folder/page"
     brain = uuidToCatalogBrain(uid)

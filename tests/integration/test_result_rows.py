@@ -60,19 +60,12 @@ def test_len_and_the_first_page_transfer_the_first_rows_only(many, searches):
     "window", [{}, {"sort_limit": 30}, {"b_start": 20, "b_size": 25}]
 )
 def test_the_first_rows_metadata_comes_with_the_search(
-    many, searches, monkeypatch, window
+    many, searches, metadata_loads, window
 ):
     """A page of brains costs one round trip, metadata included (the first
     ``search.META_ROWS`` rows'); brains read past them load theirs in one
     more query each window, as before."""
-    loads = []
-    load = search.load_metadata
-
-    def counting(conn, zoids):
-        loads.append(len(zoids))
-        return load(conn, zoids)
-
-    monkeypatch.setattr(search, "load_metadata", counting)
+    loads = metadata_loads
     folder = many["many"]
     folder["d003"].setTitle("Third")
     folder["d003"].reindexObject()
