@@ -60,11 +60,9 @@ def search_results(
     Without ``metadata`` the search does not read its first rows' metadata
     (for callers that only count)."""
     pending = current_pending()
-    found = None
-    if not pending and not match_all:
-        searched_in = connection.snapshot_id(catalog)
-        found = _uid_read(catalog, query, searched_in)
-    if found is not None:
+    read = None if pending or match_all else _uid_read(catalog, query)
+    if read is not None:
+        found, searched_in = read
         rest, later = None, False
     else:
         found, rest, later, searched_in = _search(
@@ -74,6 +72,7 @@ def search_results(
     # The metadata that came with the rows is that of this snapshot
     # (``searched_in``): read after a commit (a script that changes what it
     # found), brains show what is stored then, as ZCatalog's do.
+
     # Rows this transaction cataloged have their metadata here, not in
     # PostgreSQL yet.
     pending_meta: dict[int, dict] = {}
@@ -227,11 +226,11 @@ def _search(
     return found, None if whole else rest, later, searched_in
 
 
-def _uid_read(catalog, query: dict, snapshot: tuple | None) -> search.Found | None:
+def _uid_read(catalog, query: dict) -> tuple[search.Found, tuple] | None:
     """What plone.app.uuid's ``unrestrictedSearchResults(UID=uid)`` finds,
-    when this transaction read that UID's rows already in its snapshot
-    (``snapshot``; ``UUIDIndexView._rids_for``, ``snapshots.remember_uid``),
-    else None.
+    and the snapshot it is of, when this transaction read that UID's rows
+    already in its snapshot (``UUIDIndexView._rids_for``,
+    ``snapshots.remember_uid``), else None.
 
     plone.app.uuid asks the UID index for a UID's path
     (``uuidToPhysicalPath``, ``uuidToObject``) and searches for its brain
@@ -247,7 +246,11 @@ def _uid_read(catalog, query: dict, snapshot: tuple | None) -> search.Found | No
     if len(query) != 1:
         return None
     uid = query.get("UID")
-    if type(uid) is not str or not uid or snapshot is None:
+    if type(uid) is not str or not uid:
+        return None
+    # Asked only now: every other search goes on without it.
+    snapshot = connection.snapshot_id(catalog)
+    if snapshot is None:
         return None
     rows = snapshots.uid_read((*snapshot, catalog.site_path()), "UID", uid)
     if rows is None:
@@ -261,7 +264,7 @@ def _uid_read(catalog, query: dict, snapshot: tuple | None) -> search.Found | No
         return None
     if answering[0].meta_type != "UUIDIndex":
         return None
-    return search.found_read(rows)
+    return search.found_read(rows), snapshot
 
 
 def _snippet_loader(catalog, query: dict, pending):

@@ -136,9 +136,9 @@ def path_read(state: tuple, rid: int) -> str | None:
 
 def remember_uid(state: tuple, name: str, uid: str, rows: list) -> None:
     """Remember, for this transaction, the rows ``(record id, path)``
-    whose UUIDIndex ``name`` holds ``uid``, in the
-    committed state and site ``state``: where plone.app.uuid asks for a
-    UID's object or path (``_index.get``) and then for its brain
+    whose UUIDIndex ``name`` holds ``uid``, in the committed state and site
+    ``state``: where plone.app.uuid asks for a UID's object or path
+    (``_index.get``) and then for its brain
     (``unrestrictedSearchResults(UID=)``), the second needs no round trip
     (``uid_read``)."""
     found = _transaction_memo(_UIDS_READ)
