@@ -173,7 +173,11 @@ def verify(tool, handler=None) -> Verification:
             if not same_words and "SearchableText" in definitions:
                 names.append("SearchableText")
             # A typed column that is not what ``idx`` holds.
-            names += [f"{name} column" for name in drifted if name in definitions]
+            names += [
+                f"{name} column"
+                for name in drifted
+                if store_columns.source_key(name) in definitions
+            ]
             if names:
                 result.stale.append((row.path, names))
 

@@ -23,6 +23,7 @@ from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.store.columns import derivable
 from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.columns import SORTED
 from plone_pgcatalog.store.columns import untyped_predicate
@@ -487,6 +488,9 @@ def build_query(
     (``searchAll``, ``len(catalog)``).
     """
     context = replace(context or QueryContext(), site_path=site_path)
+    if overlay:
+        # Pending rows have no list numbers (``columns.derivable``).
+        context = replace(context, columns=derivable(context.columns))
     query = _canonical(query)
     clauses: list[sql.Composable] = []
     params: list = []

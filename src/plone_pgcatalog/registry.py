@@ -34,6 +34,8 @@ from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
+from plone_pgcatalog.store.columns import set_column
+from plone_pgcatalog.store.columns import SETS_TABLE
 from plone_pgcatalog.store.layout import json_key
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import SEARCHABLE_TEXT
@@ -381,6 +383,20 @@ class BooleanTranslator(FieldTranslator):
         return FieldTranslator.sort_expressions(self, index)
 
 
+#: A list's number among those of the lists that hold any of the keywords
+#: (``KeywordTranslator.overlaps``).  A semi-join, not ``= ANY(ARRAY(...))``
+#: of the numbers: PostgreSQL tests each row's number in such an array one
+#: element after the other, so a site of many lists (one per owner of
+#: private content) paid for every list on every row.  At 500 documents
+#: (1,512 rows), the count of ``portal_type=Document`` as the Manager,
+#: medians of 300: the list 2.93 ms, the array 1.15, the semi-join 1.31;
+#: with 5,000 lists more: 2.79, 3.00, 1.65 (PostgreSQL probes the lists'
+#: primary key once per distinct number, memoized).
+_NUMBERS_OF_LISTS = sql.SQL(
+    " IN (SELECT s.id FROM {} AS s WHERE s.terms && %s::text[])"
+).format(sql.Identifier(SETS_TABLE))
+
+
 @implementer(IIndexTranslator)
 class KeywordTranslator:
     """KeywordIndex: a JSON array of the object's unique keywords; the
@@ -402,8 +418,20 @@ class KeywordTranslator:
         return sorted({comparable(k) for k in keywords}, key=repr)
 
     @staticmethod
-    def overlaps(name: str, keys: list, all_of: bool = False, typed=None):
-        """Objects whose keywords include any (or all) of ``keys``."""
+    def overlaps(
+        name: str, keys: list, all_of: bool = False, typed=None, numbered=None
+    ):
+        """Objects whose keywords include any (or all) of ``keys``;
+        ``numbered``, the column of the numbers of their lists
+        (``store.columns.NUMBERED``), tests any of them by the numbers of
+        the lists that hold one: the same rows (a row's number is its
+        list's; no list, no number)."""
+        if (
+            numbered is not None
+            and not all_of
+            and all(isinstance(key, str) for key in keys)
+        ):
+            return numbered + _NUMBERS_OF_LISTS, [list(keys)]
         if typed is not None and all(isinstance(key, str) for key in keys):
             operator = " @> %s::text[]" if all_of else " && %s::text[]"
             return typed + sql.SQL(operator), [list(keys)]
@@ -465,10 +493,13 @@ class KeywordTranslator:
     def where(self, index, query, context):
         name = index.getId()
         typed = context.column(name, self.column_kind)
+        numbered = context.column(set_column(name), "set") if typed else None
         keys = [self.convert(index, key) for key in query.keys if key is not None]
         not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
-            return _not_only(name, self.overlaps(name, not_keys, typed=typed), context)
+            return _not_only(
+                name, self.overlaps(name, not_keys, False, typed, numbered), context
+            )
         all_of = query.operator == "and"
         range_spec = query.get("range")
         if range_spec:
@@ -476,9 +507,9 @@ class KeywordTranslator:
         elif not keys:
             return None
         else:
-            clause, params = self.overlaps(name, keys, all_of, typed)
+            clause, params = self.overlaps(name, keys, all_of, typed, numbered)
         if not_keys:
-            excluded, values = self.overlaps(name, not_keys, typed=typed)
+            excluded, values = self.overlaps(name, not_keys, False, typed, numbered)
             clause = sql.SQL("{} AND NOT COALESCE({}, FALSE)").format(clause, excluded)
             params = [*params, *values]
         return clause, params

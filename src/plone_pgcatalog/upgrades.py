@@ -321,7 +321,39 @@ def to_11(setup_tool) -> None:
     )
 
 
+def to_12(setup_tool) -> None:
+    """11 → 12 (database schema 10 → 11): the lists of
+    ``allowedRolesAndUsers`` are numbered (``columns.NUMBERED``), and the
+    covering indexes hold a row's number instead of its list: a search's
+    security test on them is a test of a few numbers (500 documents, a
+    count of 1,490 matches: 0.54 ms of execution → 0.23).
+
+    Online, after this step's commit, in its own connection: the column
+    of the numbers is added (an instant under an exclusive lock), filled
+    in batches of ``columns.FILL_BATCH`` rows (writers wait for one batch
+    at most, readers never), then each covering index is built again in a
+    transaction of its own, which stops writers (not readers) for its time
+    (about 0.1 s at 10,000 rows, some seconds at 1,000,000).  Searches use
+    the numbers once the column is filled, and find the same rows before,
+    during and after.
+    """
+    _after_commit(setup_tool, "numbered role lists", _numbered, _run_again(11))
+
+
+def _numbered(conn, indexes) -> None:
+    if _still_schema_4(conn, 11):
+        return
+    made = columns.number(conn, ddl.LOCK_TIMEOUT)
+    changed = columns.cover(conn, ddl.LOCK_TIMEOUT)
+    _schema_version(conn, 11)
+    logger.info(
+        "plone_pgcatalog 11: lists numbered: %s; covering indexes made again: %s",
+        ", ".join(made) or "none",
+        ", ".join(changed) or "none",
+    )
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
-#: schema 8, 10 schema 9, 11 schema 10.
-PROFILE_VERSION = 11
+#: schema 8, 10 schema 9, 11 schema 10, 12 schema 11.
+PROFILE_VERSION = 12

@@ -6,7 +6,9 @@ their matches reads the index only; and the partial indexes of the sort
 keys' untyped values, which let a sorted window's count read indexes only
 (``query.SearchSQL.count_parts``).  Made with the typed columns, kept in
 step when an included column goes or comes, made on older sites by the
-upgrade steps 9 -> 10 and 10 -> 11.  That PostgreSQL then counts by an
+upgrade steps 9 -> 10 and 10 -> 11 (and 11 -> 12, ``test_numbered_lists``,
+which puts the number of a row's security list in them instead of the
+list).  That PostgreSQL then counts by an
 index-only scan shows in the benchmark's plans (``benchmarks/README.rst``,
 "Large results"): on the few rows of a test site it may as well pick the
 plain index, so the tests check what the count reads.
@@ -18,6 +20,7 @@ from plone import api
 from plone.app.testing import logout
 from plone_pgcatalog import query
 from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import schema
 from psycopg import sql
 from tests.integration.test_typed_columns import _site
 from tests.integration.test_upgrades import _upgrade_from
@@ -29,11 +32,14 @@ import transaction
 #: The date sort keys of a Plone site (``columns.SORTED``).
 DATES = ["effective", "modified", "created"]
 
+#: The number of a row's list of security terms (``columns.NUMBERED``).
+NUMBER = columns.set_column("allowedRolesAndUsers")
+
 #: What each covering index holds on a Plone site: the column, then the
-#: terms every search carries, then the date sort keys.
+#: terms every search carries (the security terms by their list's number),
+#: then the date sort keys.
 FULL = {
-    name: [name, "path", "allowedRolesAndUsers", "effectiveRange", *DATES]
-    for name in columns.COVERED
+    name: [name, "path", NUMBER, "effectiveRange", *DATES] for name in columns.COVERED
 }
 
 
@@ -72,27 +78,50 @@ def _scans_of(conn: psycopg.Connection, statement: str, params) -> list:
         "EXPLAIN (VERBOSE, FORMAT JSON) " + statement, params
     ).fetchall()
 
-    def scans(node, in_count=False):
-        in_count = in_count or node.get("Parent Relationship") == "InitPlan"
-        found = []
-        if in_count and node.get("Relation Name") == "pgcatalog_objects":
-            alias = re.escape(node["Alias"])
-            read = set()
-            for key in ("Index Cond", "Filter", "Recheck Cond"):
-                text = node.get(key)
-                text = " ".join(text) if isinstance(text, list) else text or ""
-                read |= {
-                    quoted or bare
-                    for quoted, bare in re.findall(
-                        alias + r'\.(?:"([^"]+)"|(\w+))', text
-                    )
-                }
-            found.append((node["Node Type"], node.get("Index Name"), read))
-        for child in node.get("Plans", []):
-            found += scans(child, in_count)
-        return found
+    def subtree(node) -> list:
+        return [node] + [n for child in node.get("Plans", []) for n in subtree(child)]
 
-    return scans(plan[0]["Plan"])
+    def counts(node) -> list:
+        if node.get("Parent Relationship") == "InitPlan":
+            return [subtree(node)]
+        return [nodes for child in node.get("Plans", []) for nodes in counts(child)]
+
+    def conditions(nodes) -> str:
+        # A scan's own conditions, and those of the joins above it: the
+        # security terms by the numbers of their lists are a semi-join
+        # (``test_numbered_lists``).
+        texts = []
+        for node in nodes:
+            for key in CONDITIONS:
+                text = node.get(key)
+                texts += text if isinstance(text, list) else [text or ""]
+        return " ".join(texts)
+
+    found = []
+    for nodes in counts(plan[0]["Plan"]):
+        text = conditions(nodes)
+        for node in nodes:
+            if node.get("Relation Name") != "pgcatalog_objects":
+                continue
+            alias = re.escape(node["Alias"])
+            read = {
+                quoted or bare
+                for quoted, bare in re.findall(alias + r'\.(?:"([^"]+)"|(\w+))', text)
+            }
+            found.append((node["Node Type"], node.get("Index Name"), read))
+    return found
+
+
+#: The conditions of a plan's nodes (EXPLAIN's keys).
+CONDITIONS = (
+    "Index Cond",
+    "Filter",
+    "Recheck Cond",
+    "Hash Cond",
+    "Join Filter",
+    "Merge Cond",
+    "Cache Key",
+)
 
 
 def _partial_index_used(dsn: str, statement: str, params) -> list[str]:
@@ -259,12 +288,12 @@ def test_a_count_of_a_covered_filter_needs_only_its_covering_index(pg_layer, sea
     transaction.abort()
     # (The effective range: as the catalog adds it for this user.  No path:
     # the site is alone in its database, ``test_site_alone``.)
-    assert {"portal_type", "allowedRolesAndUsers"} <= _count_columns(
+    assert {"portal_type", NUMBER} <= _count_columns(
         dsn, manager.statement, manager.params
     )
     assert _count_columns(dsn, anonymous.statement, anonymous.params) == {
         "review_state",
-        "allowedRolesAndUsers",
+        NUMBER,
         "effectiveRange",
     }
     assert set(FULL["portal_type"]) >= _count_columns(
@@ -283,8 +312,7 @@ def test_the_covering_indexes_follow_the_columns_ready(pg_layer):
             assert columns.drop_column(conn, "effectiveRange", "5s")
             # PostgreSQL dropped them with the column; made again without it.
             assert _covering(dsn) == {
-                name: [name, "path", "allowedRolesAndUsers", *DATES]
-                for name in columns.COVERED
+                name: [name, "path", NUMBER, *DATES] for name in columns.COVERED
             }
         finally:
             # Tests share the database's DDL (each restores rows only).
@@ -310,7 +338,7 @@ def test_9_to_10_makes_the_covering_indexes(pg_layer):
     with psycopg.connect(dsn) as conn:
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (10,)
+        ).fetchone() == (schema.SCHEMA_VERSION,)
     transaction.begin()
     assert len(api.content.find(portal_type="Document")) == 2
 
@@ -347,6 +375,6 @@ def test_10_to_11_adds_the_sort_keys_and_their_untyped_indexes(pg_layer):
     with psycopg.connect(dsn) as conn:
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (10,)
+        ).fetchone() == (schema.SCHEMA_VERSION,)
     transaction.begin()
     assert len(api.content.find(portal_type="Document", sort_on="effective")) == 2

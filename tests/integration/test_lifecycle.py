@@ -201,6 +201,8 @@ class Schema:
     state_table: bool  # pgcatalog_state exists
     table_options: list[str]  # storage parameters of pgcatalog_objects
     markers: list[str]  # zodb-pgjsonb's version records of the tool's DDL
+    tables: list[str] = ()  # every table named pgcatalog...
+    functions: list[str] = ()  # every function named pgcatalog...
 
 
 #: SQL objects and DDL records of catalog indexes that no site of the
@@ -298,6 +300,15 @@ def _schema(dsn: str) -> Schema:
                 "SELECT source FROM pgjsonb_schema_state WHERE source LIKE %s"
                 " ORDER BY 1",
                 "plone_pgcatalog%",
+            ),
+            tables=names(
+                "SELECT relname::text FROM pg_class WHERE relname LIKE %s"
+                " AND relkind = 'r' ORDER BY 1",
+                "pgcatalog%",
+            ),
+            functions=names(
+                "SELECT proname::text FROM pg_proc WHERE proname LIKE %s ORDER BY 1",
+                "pgcatalog%",
             ),
         )
 
@@ -818,6 +829,8 @@ def _removed(found: Schema) -> bool:
         state_table=False,
         table_options=[],
         markers=[],
+        tables=[],
+        functions=[],
     )
 
 
@@ -841,6 +854,14 @@ def test_the_installed_schema_is_the_catalogs(lifecycle):
         f"toast_tuple_target={layout.TOAST_TUPLE_TARGET}"
     ]
     assert installed.markers
+    assert installed.tables == [
+        "pgcatalog_columns",
+        "pgcatalog_keyword_sets",
+        "pgcatalog_objects",
+        "pgcatalog_state",
+        "pgcatalog_texts",
+    ]
+    assert installed.functions == ["pgcatalog_keyword_set", "pgcatalog_typed_columns"]
 
 
 def test_uninstall_keeps_the_schema_while_another_site_has_catalog_rows(lifecycle):

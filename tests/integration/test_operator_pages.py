@@ -201,6 +201,8 @@ def test_database_figures(pg_layer):
         " (index-only counts)",
         "10 -> 11: Covering indexes with the sort keys of listings"
         " (index-only counts of sorted pages)",
+        "11 -> 12: Numbered role lists (the covering indexes test a number,"
+        " not a list)",
     ]
 
 

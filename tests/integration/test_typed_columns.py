@@ -126,7 +126,8 @@ def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, searches):
     assert [brain.getId for brain in found] == ["page-0", "page-1", "page-2"]
     assert '"portal_type" = ANY(' in searches[-1].statement
     assert '"Subject" && ' in searches[-1].statement
-    assert '"allowedRolesAndUsers" && ' in searches[-1].statement
+    # The security terms: by the numbers of their lists (``test_numbered_lists``).
+    assert '"allowedRolesAndUsers:set" IN (' in searches[-1].statement
     # (the matches' conditions, not those of the first rows' metadata)
     statement = searches[-1].statement
     conditions = statement.split(" FROM pgcatalog_objects WHERE ", 1)[1]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from dataclasses import field
 from plone_pgcatalog.paths import path_clause
+from plone_pgcatalog.store.columns import derivable
 from plone_pgcatalog.store.columns import derived_columns
 from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import ROWS
@@ -73,7 +74,7 @@ class Overlay:
         branch reads them as stored, the others derive them from their
         ``idx`` as the table's trigger does (``store.columns``).
         """
-        columns = columns or {}
+        columns = derivable(columns or {})
         typed = sql.SQL("").join(
             sql.SQL(", ") + sql.Identifier(name) for name in sorted(columns)
         )

@@ -40,18 +40,22 @@ def typed_drift(typed: dict[str, str]) -> sql.Composable:
     the trigger derives them whenever ``idx`` is written)."""
     if not typed:
         return sql.SQL("ARRAY[]::text[]")
-    checks = [
-        sql.SQL(
-            "CASE WHEN s.{column} IS DISTINCT FROM {derived} THEN {name} END"
-        ).format(
-            column=sql.Identifier(name),
-            derived=columns.derive(
-                kind, sql.SQL("(s.idx -> {})").format(sql.Literal(name))
-            ),
-            name=sql.Literal(name),
+    checks = []
+    for name, kind in sorted(typed.items()):
+        value = sql.SQL("(s.idx -> {})").format(sql.Literal(columns.source_key(name)))
+        stored = sql.SQL("s.{}").format(sql.Identifier(name))
+        if kind == "set":
+            # A list's number is not derived but found (found anew, it may
+            # be added): the list it numbers must be the row's.
+            stored = sql.SQL("(SELECT terms FROM {} WHERE id = {})").format(
+                sql.Identifier(columns.SETS_TABLE), stored
+            )
+            kind = "keywords"
+        checks.append(
+            sql.SQL("CASE WHEN {} IS DISTINCT FROM {} THEN {} END").format(
+                stored, columns.derive(kind, value), sql.Literal(name)
+            )
         )
-        for name, kind in sorted(typed.items())
-    ]
     return sql.SQL("array_remove(ARRAY[{}]::text[], NULL)").format(
         sql.SQL(", ").join(checks)
     )

@@ -87,7 +87,10 @@ import psycopg
 #: 10: those covering indexes hold the date sort keys (``columns.SORTED``),
 #: which get partial indexes of their untyped values: sorted windows'
 #: counts read indexes only.
-SCHEMA_VERSION = 10
+#: 11: the lists of ``allowedRolesAndUsers`` are numbered
+#: (``columns.NUMBERED``), and the covering indexes hold the number of a
+#: row's list instead of the list.
+SCHEMA_VERSION = 11
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
@@ -190,7 +193,7 @@ CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
     value bigint NOT NULL
 );
-{columns.COLUMNS_DDL}{TEXTS_DDL}DO $pgcatalog_base$
+{columns.COLUMNS_DDL}{columns.SETS_DDL}{TEXTS_DDL}DO $pgcatalog_base$
 DECLARE
     legacy boolean := EXISTS (
         SELECT 1 FROM pg_attribute WHERE attrelid = 'object_state'::regclass
@@ -471,8 +474,14 @@ _DROP_STATE_TABLE = sql.SQL("DROP TABLE IF EXISTS {}").format(
     sql.Identifier(STATE_TABLE)
 )
 _DROP_COLUMNS_TABLE = sql.SQL(
-    "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}()"
-).format(sql.Identifier(columns.COLUMNS_TABLE), sql.Identifier(columns.TRIGGER))
+    "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}();"
+    " DROP FUNCTION IF EXISTS {}(text[]); DROP TABLE IF EXISTS {}"
+).format(
+    sql.Identifier(columns.COLUMNS_TABLE),
+    sql.Identifier(columns.TRIGGER),
+    sql.Identifier(columns.SETS_FUNCTION),
+    sql.Identifier(columns.SETS_TABLE),
+)
 _FORGET_VERSIONS = sql.SQL("DELETE FROM {} WHERE starts_with(source, %s)").format(
     sql.Identifier(SCHEMA_STATE_TABLE)
 )
@@ -684,7 +693,13 @@ def create_schema(
     with conn.cursor() as cur:
         base = all(
             _exists(cur, name)
-            for name in (TABLE, STATE_TABLE, columns.COLUMNS_TABLE, TEXTS)
+            for name in (
+                TABLE,
+                STATE_TABLE,
+                columns.COLUMNS_TABLE,
+                columns.SETS_TABLE,
+                TEXTS,
+            )
         )
     if not base:
         _run(conn, sql.SQL(BASE_DDL), lock_timeout)
@@ -708,6 +723,10 @@ def create_schema(
         if create_index(conn, name, meta_type, lock_timeout) is not None:
             ran.append(name)
     if table:
+        ran += [
+            f"numbers of the lists of {columns.source_key(name)}"
+            for name in columns.number(conn, lock_timeout)
+        ]
         ran += [
             f"covering index of {name}" for name in columns.cover(conn, lock_timeout)
         ]

@@ -1,0 +1,278 @@
+"""Numbered role lists (``columns.NUMBERED``, schema 11): each distinct list
+of ``allowedRolesAndUsers`` has a number (``pgcatalog_keyword_sets``), each
+row the number of its list in a column of its own, and a search tests the
+numbers of the lists that hold one of the user's terms, on the covering
+indexes, which hold the number instead of the list.  The rows found must
+be those the list finds: ZCatalog's, as the differential suites check for
+every user; here, the numbers themselves, a list numbered as it is first
+written (a sharing change, in a transaction, in two at once), searches
+with changes pending (the list), a number gone wrong (the health check),
+and the upgrade 11 -> 12.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import login
+from plone.app.testing import logout
+from plone.app.testing import TEST_USER_NAME
+from plone_pgcatalog import health
+from plone_pgcatalog import snapshots
+from plone_pgcatalog.store import columns
+from tests.integration.test_covering import _count_columns
+from tests.integration.test_covering import _covering
+from tests.integration.test_covering import FULL
+from tests.integration.test_typed_columns import _site
+from tests.integration.test_upgrades import _upgrade_from
+
+import psycopg
+import threading
+import transaction
+
+NUMBER = columns.set_column("allowedRolesAndUsers")
+
+#: The test of the numbers in a search's statement.
+NUMBERS_TEST = f'"{NUMBER}" IN (SELECT s.id FROM "pgcatalog_keyword_sets" AS s'
+
+
+def _misnumbered(dsn: str) -> int:
+    """Rows whose number is not that of their list (a row without a list
+    has no number)."""
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            f"SELECT count(*) FROM pgcatalog_objects AS o LEFT JOIN"
+            f' pgcatalog_keyword_sets AS s ON s.id = o."{NUMBER}"'
+            ' WHERE s.terms IS DISTINCT FROM o."allowedRolesAndUsers"'
+        ).fetchone()[0]
+
+
+def _found(**query) -> list[str]:
+    return sorted(brain.getPath() for brain in api.content.find(**query))
+
+
+def _with_lists(dsn: str, search) -> object:
+    """What ``search()`` gives with the numbers not ready: searches test
+    the lists, as before schema 11."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "UPDATE pgcatalog_columns SET ready = false WHERE name = %s", (NUMBER,)
+        )
+    try:
+        snapshots.results.clear()
+        transaction.begin()
+        return search()
+    finally:
+        with psycopg.connect(dsn) as conn:
+            conn.execute(
+                "UPDATE pgcatalog_columns SET ready = true WHERE name = %s", (NUMBER,)
+            )
+        snapshots.results.clear()
+        transaction.begin()
+
+
+def test_each_row_has_the_number_of_its_list(pg_layer):
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    assert _misnumbered(dsn) == 0
+    with psycopg.connect(dsn) as conn:
+        lists, numbers, rows = conn.execute(
+            'SELECT count(DISTINCT "allowedRolesAndUsers"),'
+            f' count(DISTINCT "{NUMBER}"), count(*) FROM pgcatalog_objects'
+        ).fetchone()
+        # One number a list: private and published pages, the site's folders.
+        assert 2 <= lists == numbers < rows
+        # Each list numbered once.
+        assert conn.execute(
+            "SELECT count(*) = count(DISTINCT terms) FROM pgcatalog_keyword_sets"
+        ).fetchone() == (True,)
+
+
+def test_searches_test_the_numbers_and_find_what_the_lists_find(pg_layer, searches):
+    portal = _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    # A member who may see one private page only, by a local role: a list
+    # no row had before, numbered as the sharing change is written.
+    api.user.create(
+        email="reader@example.org", username="reader", password="secret-enough"
+    )
+    api.user.grant_roles(username="reader", obj=portal["page-0"], roles=["Reader"])
+    portal["page-0"].reindexObjectSecurity()  # (plone.api leaves it to us)
+    transaction.commit()
+
+    def searched() -> dict:
+        login(portal, TEST_USER_NAME)
+        found = {"Manager": _found(portal_type="Document")}
+        with api.env.adopt_user(username="reader"):
+            found["reader"] = _found(portal_type="Document")
+        logout()
+        found["Anonymous"] = _found(portal_type="Document")
+        return found
+
+    numbered = searched()
+    assert all(NUMBERS_TEST in searched.statement for searched in searches[-3:])
+    assert '"allowedRolesAndUsers" &&' not in searches[-1].statement
+    assert numbered == {
+        "Manager": [f"/plone/page-{n}" for n in range(4)],
+        "reader": ["/plone/page-0", "/plone/page-1", "/plone/page-3"],
+        "Anonymous": ["/plone/page-1", "/plone/page-3"],
+    }
+    assert _with_lists(dsn, searched) == numbered
+    assert '"allowedRolesAndUsers" && ' in searches[-1].statement
+    assert NUMBERS_TEST not in searches[-1].statement
+    assert _misnumbered(dsn) == 0
+
+
+def test_a_count_tests_the_number_on_the_covering_index(pg_layer, searches):
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    assert len(api.content.find(portal_type="Document")) == 4
+    manager = searches[-1]
+    transaction.abort()
+    read = _count_columns(dsn, manager.statement, manager.params)
+    assert NUMBER in read
+    assert "allowedRolesAndUsers" not in read
+    assert read <= set(FULL["portal_type"])
+    assert _covering(dsn) == FULL
+
+
+def test_pending_changes_are_found_by_their_lists(pg_layer, searches):
+    """A search before the commit sees the transaction's rows, which have
+    no number yet: it tests the lists."""
+    portal = _site(pg_layer, count=2)
+    api.user.create(
+        email="reader@example.org", username="reader", password="secret-enough"
+    )
+    transaction.commit()
+    api.user.grant_roles(username="reader", obj=portal["page-0"], roles=["Reader"])
+    portal["page-0"].reindexObjectSecurity()
+    with api.env.adopt_user(username="reader"):
+        assert _found(portal_type="Document") == ["/plone/page-0", "/plone/page-1"]
+    assert '"allowedRolesAndUsers" && ' in searches[-1].statement
+    assert NUMBER not in searches[-1].statement
+    transaction.commit()
+    with api.env.adopt_user(username="reader"):
+        assert _found(portal_type="Document") == ["/plone/page-0", "/plone/page-1"]
+    assert NUMBERS_TEST in searches[-1].statement
+
+
+def _number_in_transaction(dsn: str, terms: list[str], hold: threading.Event):
+    """The number of ``terms`` in a transaction left open until ``hold``."""
+    with psycopg.connect(dsn) as conn:
+        number = conn.execute(
+            "SELECT pgcatalog_keyword_set(%s::text[])", (terms,)
+        ).fetchone()[0]
+        hold.wait(10)
+        return number
+
+
+def test_a_list_first_written_by_two_transactions_gets_one_number(pg_layer):
+    dsn = pg_layer["pgcatalog_dsn"]
+    terms = ["user:first-writer", "Manager"]
+    release = threading.Event()
+    numbers = []
+    first = threading.Thread(
+        target=lambda: numbers.append(_number_in_transaction(dsn, terms, release))
+    )
+    first.start()
+    try:
+        with psycopg.connect(dsn) as conn:
+            # The first has added the list, not committed: the second waits.
+            conn.execute("SET lock_timeout = '200ms'")
+            while not conn.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid'"
+                " AND granted AND pid <> pg_backend_pid()"
+            ).fetchone()[0]:
+                pass
+            try:
+                conn.execute("SELECT pgcatalog_keyword_set(%s::text[])", (terms,))
+            except psycopg.errors.LockNotAvailable:
+                conn.rollback()
+            else:
+                raise AssertionError("the second did not wait for the first")
+            conn.execute("SET lock_timeout = '10s'")
+            waiting = threading.Timer(0.3, release.set)
+            waiting.start()
+            second = conn.execute(
+                "SELECT pgcatalog_keyword_set(%s::text[])", (terms,)
+            ).fetchone()[0]
+            conn.rollback()
+    finally:
+        release.set()
+        first.join()
+    assert numbers == [second]
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pgcatalog_keyword_sets WHERE terms = %s::text[]",
+            (terms,),
+        ).fetchone() == (1,)
+        conn.execute("DELETE FROM pgcatalog_keyword_sets WHERE terms = %s", (terms,))
+
+
+def test_a_long_list_is_numbered(pg_layer):
+    """Past the 2,704 bytes of a B-tree entry: lists are found by their
+    digest."""
+    dsn = pg_layer["pgcatalog_dsn"]
+    terms = [f"user:member-{n:05d}" for n in range(400)]
+    with psycopg.connect(dsn) as conn:
+        first = conn.execute(
+            "SELECT pgcatalog_keyword_set(%s::text[])", (terms,)
+        ).fetchone()[0]
+        again = conn.execute(
+            "SELECT pgcatalog_keyword_set(%s::text[])", (terms,)
+        ).fetchone()[0]
+        other = conn.execute(
+            "SELECT pgcatalog_keyword_set(%s::text[])", (terms[1:],)
+        ).fetchone()[0]
+        assert first == again != other
+        conn.rollback()
+
+
+def test_a_wrong_number_is_found_by_the_health_check(pg_layer):
+    portal = _site(pg_layer, count=2)
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            f'UPDATE pgcatalog_objects SET "{NUMBER}" = (SELECT id FROM'
+            f" pgcatalog_keyword_sets AS s WHERE s.terms IS DISTINCT FROM"
+            f' pgcatalog_objects."allowedRolesAndUsers" LIMIT 1)'
+            " WHERE path = '/plone/page-1'"
+        )
+    assert _misnumbered(dsn) == 1
+    transaction.begin()
+    found = health.verify(portal.portal_catalog)
+    assert found.stale == [("/plone/page-1", [f"{NUMBER} column"])]
+    health.repair(portal.portal_catalog, found)
+    transaction.commit()
+    assert _misnumbered(dsn) == 0
+
+
+def test_11_to_12_numbers_the_lists_of_a_schema_10_site(pg_layer, searches):
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # Schema 10: no numbers; the covering indexes hold the lists.
+        columns._drop_column(conn, NUMBER, "5s")
+        assert columns.cover(conn, "5s") == list(columns.COVERED)
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = 10 WHERE key = 'schema_version'"
+        )
+    schema_10 = {
+        name: [
+            "allowedRolesAndUsers" if column == NUMBER else column for column in held
+        ]
+        for name, held in FULL.items()
+    }
+    assert _covering(dsn) == schema_10
+    transaction.begin()
+    before = _found(portal_type="Document")
+    assert '"allowedRolesAndUsers" && ' in searches[-1].statement
+    _upgrade_from(portal, "11")
+    assert _covering(dsn) == FULL
+    assert _misnumbered(dsn) == 0
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+        ).fetchone() == (11,)
+    transaction.begin()
+    assert _found(portal_type="Document") == before
+    assert NUMBERS_TEST in searches[-1].statement
