@@ -37,6 +37,7 @@ from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.results import text_configs
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
+from plone_pgcatalog.store.columns import many_lists
 from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.overlay import Overlay
 from plone_pgcatalog.translations import translations
@@ -223,6 +224,7 @@ def counted(
             text_configs=configs,
             columns=connection.ready_columns(catalog),
             site_alone=connection.site_alone(catalog),
+            many_lists=many_lists(connection.numbered_lists(catalog)),
         )
 
         def plan(facet_query_: dict):

@@ -87,6 +87,9 @@ class QueryContext:
     #: match of every search: at 10,220 rows, 1.2-1.5 ms of a count of every
     #: row through a covering index
     site_alone: bool = False
+    #: The numbered lists are many (``columns.MANY_LISTS``): a search tests
+    #: a row's number by a semi-join on the lists of the user's terms
+    many_lists: bool = False
 
 
 def exact_text(value) -> str:

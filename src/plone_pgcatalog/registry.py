@@ -384,15 +384,20 @@ class BooleanTranslator(FieldTranslator):
 
 
 #: A list's number among those of the lists that hold any of the keywords
-#: (``KeywordTranslator.overlaps``).  A semi-join, not ``= ANY(ARRAY(...))``
-#: of the numbers: PostgreSQL tests each row's number in such an array one
-#: element after the other, so a site of many lists (one per owner of
-#: private content) paid for every list on every row.  At 500 documents
-#: (1,512 rows), the count of ``portal_type=Document`` as the Manager,
-#: medians of 300: the list 2.93 ms, the array 1.15, the semi-join 1.31;
-#: with 5,000 lists more: 2.79, 3.00, 1.65 (PostgreSQL probes the lists'
-#: primary key once per distinct number, memoized).
-_NUMBERS_OF_LISTS = sql.SQL(
+#: (``KeywordTranslator.overlaps``): against the array of their numbers,
+#: read once per statement, where the lists are few; by a semi-join where
+#: they are many (``columns.MANY_LISTS``).  PostgreSQL tests a number
+#: against an array one element after the other, so a site of many lists
+#: (one per owner of private content) would pay for every list on every
+#: row; the semi-join probes the lists' primary key once per distinct
+#: number (memoized), but costs about 0.2 ms more to plan.  At 500
+#: documents (1,512 rows, 3 lists), the count of ``portal_type=Document``
+#: as the Manager, medians of 300: the list 2.93 ms, the array 1.15, the
+#: semi-join 1.31; with 5,000 lists more: 2.79, 3.00, 1.65.
+_IN_FEW_LISTS = sql.SQL(
+    " = ANY(ARRAY(SELECT s.id FROM {} AS s WHERE s.terms && %s::text[]))"
+).format(sql.Identifier(SETS_TABLE))
+_IN_MANY_LISTS = sql.SQL(
     " IN (SELECT s.id FROM {} AS s WHERE s.terms && %s::text[])"
 ).format(sql.Identifier(SETS_TABLE))
 
@@ -419,19 +424,25 @@ class KeywordTranslator:
 
     @staticmethod
     def overlaps(
-        name: str, keys: list, all_of: bool = False, typed=None, numbered=None
+        name: str,
+        keys: list,
+        all_of: bool = False,
+        typed=None,
+        numbered=None,
+        many_lists: bool = False,
     ):
         """Objects whose keywords include any (or all) of ``keys``;
         ``numbered``, the column of the numbers of their lists
         (``store.columns.NUMBERED``), tests any of them by the numbers of
-        the lists that hold one: the same rows (a row's number is its
-        list's; no list, no number)."""
+        the lists that hold one (``many_lists``: a semi-join on them): the
+        same rows (a row's number is its list's; no list, no number)."""
         if (
             numbered is not None
             and not all_of
             and all(isinstance(key, str) for key in keys)
         ):
-            return numbered + _NUMBERS_OF_LISTS, [list(keys)]
+            test = _IN_MANY_LISTS if many_lists else _IN_FEW_LISTS
+            return numbered + test, [list(keys)]
         if typed is not None and all(isinstance(key, str) for key in keys):
             operator = " @> %s::text[]" if all_of else " && %s::text[]"
             return typed + sql.SQL(operator), [list(keys)]
@@ -494,11 +505,14 @@ class KeywordTranslator:
         name = index.getId()
         typed = context.column(name, self.column_kind)
         numbered = context.column(set_column(name), "set") if typed else None
+        many = context.many_lists
         keys = [self.convert(index, key) for key in query.keys if key is not None]
         not_keys = [self.convert(index, key) for key in query.get("not") or ()]
         if not query.keys and not_keys:
             return _not_only(
-                name, self.overlaps(name, not_keys, False, typed, numbered), context
+                name,
+                self.overlaps(name, not_keys, False, typed, numbered, many),
+                context,
             )
         all_of = query.operator == "and"
         range_spec = query.get("range")
@@ -507,9 +521,11 @@ class KeywordTranslator:
         elif not keys:
             return None
         else:
-            clause, params = self.overlaps(name, keys, all_of, typed, numbered)
+            clause, params = self.overlaps(name, keys, all_of, typed, numbered, many)
         if not_keys:
-            excluded, values = self.overlaps(name, not_keys, False, typed, numbered)
+            excluded, values = self.overlaps(
+                name, not_keys, False, typed, numbered, many
+            )
             clause = sql.SQL("{} AND NOT COALESCE({}, FALSE)").format(clause, excluded)
             params = [*params, *values]
         return clause, params

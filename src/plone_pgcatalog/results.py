@@ -29,6 +29,7 @@ from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
+from plone_pgcatalog.store.columns import many_lists
 from plone_pgcatalog.store.overlay import Overlay
 from plone_pgcatalog.translations import translations
 
@@ -128,6 +129,7 @@ def _search(
     overlay = pending.overlay() if pending else Overlay()
     configs = text_configs(query)
     large = is_large(connection.catalog_rows(catalog))
+    lists = many_lists(connection.numbered_lists(catalog))
 
     def translate(snapshot: tuple[dict[str, str], bool]):
         columns, alone = snapshot
@@ -136,7 +138,11 @@ def _search(
             catalog.getIndexDefinitions(),
             catalog.site_path(),
             QueryContext(
-                text_configs=configs, columns=columns, large=large, site_alone=alone
+                text_configs=configs,
+                columns=columns,
+                large=large,
+                site_alone=alone,
+                many_lists=lists,
             ),
             overlay,
             match_all=match_all,

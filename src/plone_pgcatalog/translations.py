@@ -284,6 +284,7 @@ class TranslationCache:
             tuple(sorted(context.columns.items())),
             context.large,
             context.site_alone,
+            context.many_lists,
         )
 
 

@@ -26,13 +26,17 @@ from tests.integration.test_typed_columns import _site
 from tests.integration.test_upgrades import _upgrade_from
 
 import psycopg
+import pytest
 import threading
 import transaction
 
 NUMBER = columns.set_column("allowedRolesAndUsers")
 
-#: The test of the numbers in a search's statement.
-NUMBERS_TEST = f'"{NUMBER}" IN (SELECT s.id FROM "pgcatalog_keyword_sets" AS s'
+#: The test of the numbers in a search's statement: against the array of
+#: the numbers of the user's lists where there are few, by a semi-join on
+#: them where there are many (``columns.MANY_LISTS``).
+NUMBERS_TEST = f'"{NUMBER}" = ANY(ARRAY(SELECT s.id FROM "pgcatalog_keyword_sets"'
+SEMI_JOIN = f'"{NUMBER}" IN (SELECT s.id FROM "pgcatalog_keyword_sets" AS s'
 
 
 def _misnumbered(dsn: str) -> int:
@@ -87,7 +91,13 @@ def test_each_row_has_the_number_of_its_list(pg_layer):
         ).fetchone() == (True,)
 
 
-def test_searches_test_the_numbers_and_find_what_the_lists_find(pg_layer, searches):
+@pytest.mark.parametrize("lists", ["few", "many"])
+def test_searches_test_the_numbers_and_find_what_the_lists_find(
+    pg_layer, searches, monkeypatch, lists
+):
+    if lists == "many":
+        monkeypatch.setattr(columns, "MANY_LISTS", float("-inf"))
+    tested = NUMBERS_TEST if lists == "few" else SEMI_JOIN
     portal = _site(pg_layer, count=4)
     dsn = pg_layer["pgcatalog_dsn"]
     # A member who may see one private page only, by a local role: a list
@@ -109,7 +119,7 @@ def test_searches_test_the_numbers_and_find_what_the_lists_find(pg_layer, search
         return found
 
     numbered = searched()
-    assert all(NUMBERS_TEST in searched.statement for searched in searches[-3:])
+    assert all(tested in searched.statement for searched in searches[-3:])
     assert '"allowedRolesAndUsers" &&' not in searches[-1].statement
     assert numbered == {
         "Manager": [f"/plone/page-{n}" for n in range(4)],
@@ -118,7 +128,7 @@ def test_searches_test_the_numbers_and_find_what_the_lists_find(pg_layer, search
     }
     assert _with_lists(dsn, searched) == numbered
     assert '"allowedRolesAndUsers" && ' in searches[-1].statement
-    assert NUMBERS_TEST not in searches[-1].statement
+    assert NUMBER not in searches[-1].statement
     assert _misnumbered(dsn) == 0
 
 

@@ -127,7 +127,7 @@ def test_searches_use_the_columns_and_find_what_idx_finds(pg_layer, searches):
     assert '"portal_type" = ANY(' in searches[-1].statement
     assert '"Subject" && ' in searches[-1].statement
     # The security terms: by the numbers of their lists (``test_numbered_lists``).
-    assert '"allowedRolesAndUsers:set" IN (' in searches[-1].statement
+    assert '"allowedRolesAndUsers:set" = ANY(' in searches[-1].statement
     # (the matches' conditions, not those of the first rows' metadata)
     statement = searches[-1].statement
     conditions = statement.split(" FROM pgcatalog_objects WHERE ", 1)[1]
@@ -480,8 +480,15 @@ def test_the_catalogs_size_comes_with_the_ready_columns(pg_layer):
     assert len(api.content.find(portal_type="Document")) == 3
     assert connection.catalog_rows(portal) == estimate
     assert connection.ready_columns(portal) == {
-        name: kind for name, kind, _ in _query(dsn, columns.READY)
+        name: kind for name, kind, *_ in _query(dsn, columns.READY)
     }
+    # And the numbered lists' (``columns.MANY_LISTS``).
+    [[lists]] = _query(
+        dsn,
+        "SELECT reltuples FROM pg_class"
+        " WHERE oid = 'pgcatalog_keyword_sets'::regclass",
+    )
+    assert connection.numbered_lists(portal) == lists
 
 
 def test_a_column_that_waits_for_readers_leaves_the_index_served(pg_layer):

@@ -12,6 +12,7 @@ from plone_pgcatalog.query import build_query
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.store import columns
 from plone_pgcatalog.store.overlay import Overlay
+from Products.PluginIndexes.KeywordIndex.KeywordIndex import KeywordIndex
 from psycopg import sql
 from tests.unit.test_translators import _indexes
 
@@ -393,3 +394,97 @@ def test_a_listing_with_pending_changes_is_planned_for_them():
     query = {"path": {"query": "/plone/a", "depth": 1}}
     assert _listing_plan(query).plan_kept
     assert not _listing_plan(query, overlay).plan_kept
+
+
+def _security(ready, overlay=None, many_lists=False, operator="or"):
+    """The security terms' part of a statement (``numbered lists``)."""
+    indexes = {
+        **_indexes(),
+        "allowedRolesAndUsers": KeywordIndex("allowedRolesAndUsers"),
+    }
+    query = {
+        "portal_type": "Document",
+        "allowedRolesAndUsers": {
+            "query": ["Anonymous", "user:bob"],
+            "operator": operator,
+        },
+    }
+    plan = build_query(
+        query,
+        indexes,
+        "/plone",
+        QueryContext(columns=dict(ready), many_lists=many_lists),
+        overlay,
+    )
+    statement, params = plan.ids_query()
+    return statement.as_string(None), list(params)
+
+
+NUMBERED = {
+    **READY,
+    "allowedRolesAndUsers": "keywords",
+    "allowedRolesAndUsers:set": "set",
+}
+
+
+def test_the_security_terms_test_the_numbers_of_their_lists():
+    text, values = _security(NUMBERED)
+    assert (
+        '"allowedRolesAndUsers:set" = ANY(ARRAY(SELECT s.id FROM'
+        ' "pgcatalog_keyword_sets" AS s WHERE s.terms && %s::text[]))' in text
+    )
+    assert '"allowedRolesAndUsers" &&' not in text
+    assert ["Anonymous", "user:bob"] in values
+
+
+def test_many_lists_are_tested_by_a_semi_join():
+    text, _ = _security(NUMBERED, many_lists=True)
+    assert (
+        '"allowedRolesAndUsers:set" IN (SELECT s.id FROM'
+        ' "pgcatalog_keyword_sets" AS s WHERE s.terms && %s::text[])' in text
+    )
+    assert "ANY(ARRAY(" not in text
+    assert columns.many_lists(columns.MANY_LISTS)
+    assert not columns.many_lists(columns.MANY_LISTS - 1)
+    assert not columns.many_lists(-1)  # never analyzed: few
+
+
+@pytest.mark.parametrize(
+    "ready, overlay, operator",
+    [
+        # The numbers not ready (being filled, or schema 10).
+        ({**READY, "allowedRolesAndUsers": "keywords"}, None, "or"),
+        # Pending rows have no number.
+        (
+            NUMBERED,
+            Overlay(rows=({"zoid": 1, "path": "/plone/a", "idx": {}},)),
+            "or",
+        ),
+        # Every term: the list contains them all.
+        (NUMBERED, None, "and"),
+    ],
+)
+def test_otherwise_the_security_terms_test_the_lists(ready, overlay, operator):
+    text, _ = _security(ready, overlay, operator=operator)
+    assert "allowedRolesAndUsers:set" not in text
+    assert "pgcatalog_keyword_sets" not in text
+    test = "@>" if operator == "and" else "&&"
+    assert f'"allowedRolesAndUsers" {test} %s::text[]' in text
+
+
+def test_the_overlay_derives_no_list_numbers():
+    overlay = Overlay(rows=({"zoid": 1, "path": "/plone/a", "idx": {}},))
+    source, _ = overlay.source(NUMBERED)
+    text = source.as_string(None)
+    assert '"allowedRolesAndUsers"' in text
+    assert "allowedRolesAndUsers:set" not in text
+    assert "pgcatalog_keyword_set(" not in text
+    assert columns.derivable(NUMBERED) == {**READY, "allowedRolesAndUsers": "keywords"}
+
+
+def test_a_numbered_lists_column_is_derived_from_its_index_key():
+    ddl = columns.trigger_ddl({"allowedRolesAndUsers:set": "set"}).as_string(None)
+    assert "pgcatalog_keyword_set(" in ddl
+    assert "NEW.idx -> ''allowedRolesAndUsers''" in ddl
+    assert columns.column_name("allowedRolesAndUsers:set") is None
+    assert columns.source_key("allowedRolesAndUsers:set") == "allowedRolesAndUsers"

@@ -255,21 +255,44 @@ TRIGGER = "pgcatalog_typed_columns"
 LOCK = "LOCK TABLE pgcatalog_objects IN ACCESS SHARE MODE"
 #: Each row also carries the table's estimated number of rows (as the
 #: last VACUUM or ANALYZE counted them; -1 before the first): a search's
-#: statement takes its shape by the size of the catalog (``ready_rows``).
+#: statement takes its shape by the size of the catalog (``ready_rows``);
+#: and so the estimated number of numbered lists (``MANY_LISTS``).
 READY = (
-    "SELECT c.name, c.kind, t.reltuples FROM pgcatalog_columns AS c"
+    "SELECT c.name, c.kind, t.reltuples, (SELECT l.reltuples FROM pg_class AS l"
+    " WHERE l.oid = to_regclass('pgcatalog_keyword_sets'))"
+    " FROM pgcatalog_columns AS c"
     " JOIN pg_attribute AS a ON a.attrelid = 'pgcatalog_objects'::regclass"
     " AND a.attname = c.name AND NOT a.attisdropped"
     " JOIN pg_class AS t ON t.oid = a.attrelid WHERE c.ready"
 )
 
 
-def ready_rows(found) -> tuple[dict[str, str], float]:
-    """``({column: kind}, estimated rows of the table)`` from the rows of
-    ``READY`` (0 rows when no column is ready)."""
-    return {name: kind for name, kind, _ in found}, max(
-        (rows for _, _, rows in found), default=0.0
+def ready_rows(found) -> tuple[dict[str, str], float, float]:
+    """``({column: kind}, estimated rows of the table, estimated numbered
+    lists)`` from the rows of ``READY`` (0 rows and lists when no column is
+    ready)."""
+    return (
+        {name: kind for name, kind, *_ in found},
+        max((rows for _, _, rows, _ in found), default=0.0),
+        max((lists or 0.0 for *_, lists in found), default=0.0),
     )
+
+
+#: From how many numbered lists on a search tests a row's number by a
+#: semi-join on the lists of the user's terms, not against an array of
+#: their numbers (``registry.KeywordTranslator.overlaps``).  PostgreSQL
+#: tests a number against such an array one element after the other:
+#: about 4 ns a row and list (20,000 rows, 5,002 lists: 143 ms); the
+#: semi-join costs about 0.2 ms more to plan, and at 500 documents with 3
+#: lists the whole statement 0.1-0.45 ms more than the array (see
+#: ``benchmarks/README.rst``, "Numbered role lists").  At 32 lists, 1,500
+#: matches cost about that much more with the array.
+MANY_LISTS = 32
+
+
+def many_lists(lists: float) -> bool:
+    """Whether ``lists`` (an estimate, -1 unknown) is ``MANY_LISTS`` or more."""
+    return lists >= MANY_LISTS
 
 
 def column_name(index_name: str) -> str | None:
@@ -427,6 +450,10 @@ def number(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
             continue
         if _add_column(conn, name, "set", lock_timeout):
             made.append(name)
+    if made:
+        # Searches take their form by the estimated number of lists
+        # (``MANY_LISTS``): estimated now, not at autovacuum's next look.
+        conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(SETS_TABLE)))
     return made
 
 

@@ -222,7 +222,7 @@ def _mark_savepoint(
     """Record what ``columns.READY`` found (``found``, its rows) and whether
     the site at path ``site`` is alone in the table (``layout.PATH_ENDS``)
     for the transaction."""
-    ready, rows = columns.ready_rows(found)
+    ready, rows, lists = columns.ready_rows(found)
     storage._pgcatalog_columns = ready
     # For the snapshot it was read in: a sync inside one ZODB transaction
     # begins another, where another site may have rows.
@@ -234,8 +234,10 @@ def _mark_savepoint(
     storage._main._pgcatalog_columns_seen = ready
     if site is not None:
         storage._main._pgcatalog_alone_seen = site if alone else None
-    # The catalog's size, as the last transaction that read it found it.
+    # The catalog's size, as the last transaction that read it found it,
+    # and the number of its numbered lists.
     storage._main._pgcatalog_rows_seen = rows
+    storage._main._pgcatalog_lists_seen = lists
 
 
 def catalog_rows(context) -> float:
@@ -245,6 +247,14 @@ def catalog_rows(context) -> float:
     It changes slowly; a search translated with an older figure gets the
     same rows."""
     return getattr(_storage_instance(context)._main, "_pgcatalog_rows_seen", 0.0)
+
+
+def numbered_lists(context) -> float:
+    """The estimated number of numbered lists (``columns.NUMBERED``), as
+    this process last read it (``columns.READY``; 0 before the first read):
+    the form of a search's test of them (``columns.MANY_LISTS``).  Either
+    form finds the same rows."""
+    return getattr(_storage_instance(context)._main, "_pgcatalog_lists_seen", 0.0)
 
 
 def first_read(context) -> bool:
