@@ -39,6 +39,14 @@ NUMBERS_TEST = f'"{NUMBER}" = ANY(ARRAY(SELECT s.id FROM "pgcatalog_keyword_sets
 SEMI_JOIN = f'"{NUMBER}" IN (SELECT s.id FROM "pgcatalog_keyword_sets" AS s'
 
 
+@pytest.fixture(autouse=True)
+def few_lists(monkeypatch):
+    """Searches test the numbers against the array of the user's lists
+    (``columns.MANY_LISTS``) however many lists earlier tests left in the
+    shared database (the lists' table is not restored per test)."""
+    monkeypatch.setattr(columns, "MANY_LISTS", float("inf"))
+
+
 def _misnumbered(dsn: str) -> int:
     """Rows whose number is not that of their list (a row without a list
     has no number)."""
@@ -112,6 +120,16 @@ def test_searches_test_the_numbers_and_find_what_the_lists_find(
     def searched() -> dict:
         login(portal, TEST_USER_NAME)
         found = {"Manager": _found(portal_type="Document")}
+        # ``not`` on the terms (only, and with others): as the lists.
+        search = portal.portal_catalog.unrestrictedSearchResults
+        for key in (
+            {"not": ["Anonymous"]},
+            {"query": ["Reader"], "not": ["user:reader"]},
+        ):
+            found[repr(key)] = sorted(
+                brain.getPath()
+                for brain in search(portal_type="Document", allowedRolesAndUsers=key)
+            )
         with api.env.adopt_user(username="reader"):
             found["reader"] = _found(portal_type="Document")
         logout()
@@ -119,9 +137,11 @@ def test_searches_test_the_numbers_and_find_what_the_lists_find(
         return found
 
     numbered = searched()
-    assert all(tested in searched.statement for searched in searches[-3:])
+    assert all(tested in searched.statement for searched in searches[-5:])
     assert '"allowedRolesAndUsers" &&' not in searches[-1].statement
     assert numbered == {
+        "{'not': ['Anonymous']}": ["/plone/page-0", "/plone/page-2"],
+        "{'query': ['Reader'], 'not': ['user:reader']}": ["/plone/page-2"],
         "Manager": [f"/plone/page-{n}" for n in range(4)],
         "reader": ["/plone/page-0", "/plone/page-1", "/plone/page-3"],
         "Anonymous": ["/plone/page-1", "/plone/page-3"],
@@ -165,12 +185,16 @@ def test_pending_changes_are_found_by_their_lists(pg_layer, searches):
     assert NUMBERS_TEST in searches[-1].statement
 
 
-def _number_in_transaction(dsn: str, terms: list[str], hold: threading.Event):
-    """The number of ``terms`` in a transaction left open until ``hold``."""
+def _number_in_transaction(
+    dsn: str, terms: list[str], added: threading.Event, hold: threading.Event
+):
+    """The number of ``terms`` in a transaction left open, once ``added``
+    is set, until ``hold``."""
     with psycopg.connect(dsn) as conn:
         number = conn.execute(
             "SELECT pgcatalog_keyword_set(%s::text[])", (terms,)
         ).fetchone()[0]
+        added.set()
         hold.wait(10)
         return number
 
@@ -178,21 +202,19 @@ def _number_in_transaction(dsn: str, terms: list[str], hold: threading.Event):
 def test_a_list_first_written_by_two_transactions_gets_one_number(pg_layer):
     dsn = pg_layer["pgcatalog_dsn"]
     terms = ["user:first-writer", "Manager"]
-    release = threading.Event()
+    added, release = threading.Event(), threading.Event()
     numbers = []
     first = threading.Thread(
-        target=lambda: numbers.append(_number_in_transaction(dsn, terms, release))
+        target=lambda: numbers.append(
+            _number_in_transaction(dsn, terms, added, release)
+        )
     )
     first.start()
     try:
         with psycopg.connect(dsn) as conn:
             # The first has added the list, not committed: the second waits.
+            assert added.wait(10)
             conn.execute("SET lock_timeout = '200ms'")
-            while not conn.execute(
-                "SELECT count(*) FROM pg_locks WHERE locktype = 'transactionid'"
-                " AND granted AND pid <> pg_backend_pid()"
-            ).fetchone()[0]:
-                pass
             try:
                 conn.execute("SELECT pgcatalog_keyword_set(%s::text[])", (terms,))
             except psycopg.errors.LockNotAvailable:
@@ -263,6 +285,8 @@ def test_11_to_12_numbers_the_lists_of_a_schema_10_site(pg_layer, searches):
         # Schema 10: no numbers; the covering indexes hold the lists.
         columns._drop_column(conn, NUMBER, "5s")
         assert columns.cover(conn, "5s") == list(columns.COVERED)
+        # No list numbered yet: the fill numbers them.
+        conn.execute("DELETE FROM pgcatalog_keyword_sets")
         conn.execute(
             "UPDATE pgcatalog_state SET value = 10 WHERE key = 'schema_version'"
         )
@@ -286,3 +310,32 @@ def test_11_to_12_numbers_the_lists_of_a_schema_10_site(pg_layer, searches):
     transaction.begin()
     assert _found(portal_type="Document") == before
     assert NUMBERS_TEST in searches[-1].statement
+
+
+def test_the_indexs_column_takes_its_numbers_with_it(pg_layer):
+    """Dropping ``allowedRolesAndUsers``'s column (its index deleted)
+    drops the column of its numbers first; the covering indexes are made
+    again of the columns left, and come back whole with the column."""
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        try:
+            assert columns.drop_column(conn, "allowedRolesAndUsers", "5s")
+            with conn.cursor() as cur:
+                known = columns.registered(cur)
+                assert "allowedRolesAndUsers" not in known
+                assert NUMBER not in known
+                assert (
+                    "pgcatalog_keyword_set("
+                    not in conn.execute(
+                        "SELECT prosrc FROM pg_proc WHERE proname = %s",
+                        (columns.TRIGGER,),
+                    ).fetchone()[0]
+                )
+            assert _covering(dsn) == {
+                name: [c for c in held if c != NUMBER] for name, held in FULL.items()
+            }
+        finally:
+            # Tests share the database's DDL (each restores rows only).
+            assert columns.add_column(conn, "allowedRolesAndUsers", "keywords", "5s")
+    assert _covering(dsn) == FULL
+    assert _misnumbered(dsn) == 0

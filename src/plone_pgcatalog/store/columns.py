@@ -562,7 +562,13 @@ def _fill(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) -> 
     zoid order (rows written since are set by the trigger).  Returns the
     number of rows filled; logs progress every 10 seconds."""
     value = derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(source_key(name))))
-    return _rewrite(conn, name, value, lock_timeout, "filling")
+    # Numbering a batch's rows may add lists, which a commit writing one of
+    # them would wait for while holding a row the batch has yet to write:
+    # each batch holds zodb-pgjsonb's commit lock (commits wait for one
+    # batch at most).
+    return _rewrite(
+        conn, name, value, lock_timeout, "filling", commit_lock=kind == "set"
+    )
 
 
 def _rewrite(
@@ -572,13 +578,15 @@ def _rewrite(
     lock_timeout: str,
     doing: str,
     progress: str | None = None,
+    commit_lock: bool = False,
 ) -> int:
     """Set column ``name`` of every row to ``value`` (SQL on the row, ``o``),
     in batches of ``FILL_BATCH`` rows in zoid order, each its own
     transaction.  Returns the number of rows written; logs progress
     every 10 seconds.  With ``progress`` (a key of ``pgcatalog_state``),
     each batch records its last zoid there, and a run after an interrupted
-    one goes on after it."""
+    one goes on after it.  With ``commit_lock``, each batch holds
+    zodb-pgjsonb's commit lock."""
     batch = sql.SQL(
         "WITH batch AS (SELECT zoid FROM pgcatalog_objects WHERE zoid > %s"
         " ORDER BY zoid LIMIT %s)"
@@ -595,6 +603,8 @@ def _rewrite(
     while True:
         with conn.transaction(), conn.cursor() as cur:
             _set_lock_timeout(cur, lock_timeout)
+            if commit_lock:
+                cur.execute("SELECT pg_advisory_xact_lock(0)")
             cur.execute(batch, (last, FILL_BATCH))
             zoids = [row[0] for row in cur.fetchall()]
             if zoids and progress is not None:
@@ -716,14 +726,19 @@ def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) ->
     name = column_name(index_name)
     if name is None:
         return False
-    if index_name in NUMBERED:
-        _drop_column(conn, set_column(name), lock_timeout)
-    if not _drop_column(conn, name, lock_timeout):
-        return False
-    if name in INCLUDED + SORTED:
-        # PostgreSQL dropped the covering indexes that included it.
-        cover(conn, lock_timeout)
-    return True
+    numbered = index_name in NUMBERED and _drop_column(
+        conn, set_column(name), lock_timeout
+    )
+    dropped = False
+    try:
+        dropped = _drop_column(conn, name, lock_timeout)
+    finally:
+        if numbered or (dropped and name in INCLUDED + SORTED):
+            # PostgreSQL dropped the covering indexes that included it (or
+            # its number): made again of the columns left, also when the
+            # column's own drop did not get its lock.
+            cover(conn, lock_timeout)
+    return dropped
 
 
 def _drop_column(conn: psycopg.Connection, name: str, lock_timeout: str) -> bool:
