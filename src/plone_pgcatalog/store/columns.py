@@ -443,13 +443,10 @@ def number(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     made = []
     for index_name in NUMBERED:
         name = set_column(index_name)
-        if known.get(index_name) != ("keywords", True) or known.get(name) == (
-            "set",
-            True,
-        ):
-            continue
-        if _add_column(conn, name, "set", lock_timeout):
-            made.append(name)
+        listed, numbered = known.get(index_name), known.get(name)
+        if listed == ("keywords", True) and numbered != ("set", True):
+            if _add_column(conn, name, "set", lock_timeout):
+                made.append(name)
     if made:
         # Searches take their form by the estimated number of lists
         # (``MANY_LISTS``): estimated now, not at autovacuum's next look.
