@@ -292,6 +292,20 @@ def consumer_probes(layer, catalog) -> dict:
             "search", portal, request
         ).types_list(),
         "Document count": TypeStatsAdapter(portal.portal_types["Document"]).item_count,
+        # ``not`` on the security terms, tested by the numbers of their
+        # lists (``test_numbered_lists``); not-only and with others.
+        "allowedRolesAndUsers not": sorted(
+            brain.getPath()
+            for brain in portal.portal_catalog.unrestrictedSearchResults(
+                allowedRolesAndUsers={"not": ["Anonymous"]}
+            )
+        ),
+        "allowedRolesAndUsers query and not": sorted(
+            brain.getPath()
+            for brain in portal.portal_catalog.unrestrictedSearchResults(
+                allowedRolesAndUsers={"query": ["Manager"], "not": ["Anonymous"]}
+            )
+        ),
     }
     # Keywords of the navigation root's section: _apply_index of path and
     # Subject, intersected with BTrees' intersection.
@@ -490,6 +504,8 @@ def test_unknown_index_raises_keyerror_as_zcatalog(results):
         "uuidToCatalogBrain unknown",
         "search view types_list",
         "Document count",
+        "allowedRolesAndUsers not",
+        "allowedRolesAndUsers query and not",
     ],
 )
 def test_consumers_get_what_zcatalog_gives(results, probe):
