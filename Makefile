@@ -7,6 +7,7 @@
 # PGCATALOG_DSN=...     run on this PostgreSQL database instead of var/pgdata
 # PGCATALOG_TEST_DSN=.. tests on this server instead of an embedded one
 # PGCATALOG_CHROMIUM=.. the Chromium binary of the browser tests
+# TEST_WORKERS=..       processes `make test` runs the suite in (default 2)
 
 SHELL := /bin/bash
 VENV := .venv
@@ -71,8 +72,14 @@ chromium:
 	  exit 1; \
 	fi
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist; 0: in this one),
+# each with databases (and, without PGCATALOG_TEST_DSN, an embedded server) of
+# its own; a file's tests run in one process, the browser tests all in one
+# (tests/conftest.py).
+TEST_WORKERS ?= 2
+
 test: install chromium
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) tests
 
 # Benchmark against RelStorage + ZCatalog (benchmarks/README.rst); never part
 # of `make test`.  DOCS=10000 for the large run; BENCH_ARGS=--dsn=... etc.

@@ -33,6 +33,49 @@ def _set_up(layer) -> list:
     return chain
 
 
+#: Tests that take minutes each (a walk of 500 steps, the soak's Zope
+#: instances, the processes of the demo and of the command, the browser
+#: tests' Zope), run first: in several processes, none is then left running
+#: one of them alone at the end.
+FIRST = (
+    "tests/integration/test_soak.py",
+    "tests/differential/test_random_walk.py",
+    "tests/integration/test_cli.py",
+    "tests/integration/test_demo_instance.py",
+    "tests/browser/",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item) -> int:
+        for position, prefix in enumerate(FIRST):
+            if item.nodeid.startswith(prefix):
+                return position
+        return len(FIRST)
+
+    items.sort(key=rank)  # stable: each file's tests stay in their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """In several processes (``pytest -n``, pytest-xdist), a file's tests run
+    in one, so that what its fixtures of module scope build (a site's
+    content, a catalog of 10,000 rows) is built once, and the browser tests
+    all in one, which serves their Zope instance (a fixture of their
+    package).  Files go to the processes in the order of the collection
+    (``FIRST`` first), not by their number of tests."""
+    from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False
+
+    class Scheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith("tests/browser/"):
+                return "tests/browser"
+            return super()._split_scope(nodeid)
+
+    return Scheduling(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _layers_torn_down_at_exit():
     yield
@@ -50,6 +93,43 @@ def run_in(layer):
     finally:
         for item in reversed(chain):
             item.testTearDown()
+
+
+def committed_site(build):
+    """The PostgreSQL site's database after ``build(layer)`` (run in a test
+    of the layer) and a commit, as a ``testing.DatabaseSnapshot`` that
+    tests start from (``run_from``).  For a fixture of module scope:
+    content that many tests read is built once, not for each test (150
+    documents took about 10 s a test)."""
+    from plone_pgcatalog.testing import DatabaseSnapshot
+
+    import transaction
+
+    layer = _pg_layer()
+    runner = run_in(layer)
+    try:
+        build(next(runner))
+        transaction.commit()
+    finally:
+        runner.close()
+    snapshot = DatabaseSnapshot(layer["pgcatalog_dsn"])
+    snapshot.take()
+    return snapshot
+
+
+def run_from(snapshot):
+    """Generator for fixtures: run one test in the PostgreSQL layer with its
+    database restored to ``snapshot`` (``committed_site``) instead of the
+    bare site.  The test's connection is opened after the restore, as for
+    every test: it has loaded nothing of the content."""
+    layer = _pg_layer()
+    _set_up(layer)
+    # Stacked over the bare site's snapshot for this test only.
+    layer["pgcatalog_snapshot"] = snapshot
+    try:
+        yield from run_in(layer)
+    finally:
+        del layer["pgcatalog_snapshot"]
 
 
 def _pg_layer():

@@ -742,10 +742,18 @@ def _kept_plan(dsn: str, statement, params, folders: int | None = None) -> dict:
     """The plan PostgreSQL keeps for ``statement`` prepared
     (``SearchSQL.plan_kept``): made once, blind to the values (its generic
     plan, which ``plan_cache_mode`` ``auto`` takes after five runs when it
-    looks no worse).  On a connection of its own: the one statement
-    prepared there.  With ``folders``, planned as if the catalog's rows
-    were in that many folders (``n_distinct`` of ``parent_path``, in a
+    looks no worse).  With ``folders``: ``_kept_plans``."""
+    [plan] = _kept_plans(dsn, [(statement, params)], folders)
+    return plan
+
+
+def _kept_plans(dsn: str, statements, folders: int | None = None) -> list[dict]:
+    """``_kept_plan`` of each ``(statement, params)``, on a connection of
+    their own, each statement the one prepared there while it is explained.
+    With ``folders``, planned as if the catalog's rows were in that many
+    folders (``n_distinct`` of ``parent_path``, analyzed once in a
     transaction rolled back: nothing of it stays)."""
+    plans = []
     with psycopg.connect(dsn) as conn:
         _plan_as_reads(conn)
         if folders is not None:
@@ -757,17 +765,23 @@ def _kept_plan(dsn: str, statement, params, folders: int | None = None) -> dict:
             )
             conn.execute("ANALYZE pgcatalog_objects (parent_path)")
         conn.execute("SET LOCAL plan_cache_mode = force_generic_plan")
-        conn.execute(statement, params, prepare=True)
-        [[name]] = conn.execute("SELECT name FROM pg_prepared_statements").fetchall()
-        # The values as literals of the statement's parameter types.
-        arguments = sql.SQL(", ").join(sql.Literal(value) for value in params)
-        row = conn.execute(
-            sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}({})").format(
-                sql.Identifier(name), arguments
-            )
-        ).fetchone()
+        for statement, params in statements:
+            conn.execute(statement, params, prepare=True)
+            [[name]] = conn.execute(
+                "SELECT name FROM pg_prepared_statements"
+            ).fetchall()
+            # The values as literals of the statement's parameter types.
+            arguments = sql.SQL(", ").join(sql.Literal(value) for value in params)
+            row = conn.execute(
+                sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}({})").format(
+                    sql.Identifier(name), arguments
+                )
+            ).fetchone()
+            plans.append(row[0][0]["Plan"])
+            # psycopg forgets its prepared statements with them.
+            conn.execute("DEALLOCATE ALL")
         conn.rollback()
-    return row[0][0]["Plan"]
+    return plans
 
 
 def _plans_made(dsn: str, statement, params, runs: int = 7) -> tuple[int, int]:
@@ -817,18 +831,25 @@ def test_a_lookup_by_a_key_keeps_a_plan_that_reads_its_rows(explained, folders):
         if plan.plan_kept
     ]
     assert len({name for name, _, _ in kept}) >= 3, kept
+    statements = [
+        (f"{name}@{user}", statement)
+        for name, user, plan in kept
+        for statement in (
+            [plan.ids_query(), plan.count_query()]
+            if plan.windowed
+            else [plan.ids_query()]
+        )
+    ]
+    generics = _kept_plans(
+        explained.dsn, [statement for _, statement in statements], folders
+    )
     read_by = set()
-    for name, user, plan in kept:
-        statements = [plan.ids_query()]
-        if plan.windowed:
-            statements.append(plan.count_query())
-        for statement, params in statements:
-            generic = _kept_plan(explained.dsn, statement, params, folders)
-            outline = f"{name}@{user}\n" + "\n".join(_outline(generic))
-            read = _indexes_read(generic) - {"pgcatalog_objects_pkey"}
-            assert len(read) == 1 and read <= keys, outline
-            assert not catalog_scans(generic, explained.partial), outline
-            read_by |= read
+    for (shown, _), generic in zip(statements, generics, strict=True):
+        outline = f"{shown}\n" + "\n".join(_outline(generic))
+        read = _indexes_read(generic) - {"pgcatalog_objects_pkey"}
+        assert len(read) == 1 and read <= keys, outline
+        assert not catalog_scans(generic, explained.partial), outline
+        read_by |= read
     # Listings and lookups by UID among them.
     assert {"pgcatalog_parent_path", sql_index_name("UID")} <= read_by, read_by
 

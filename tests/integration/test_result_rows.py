@@ -16,6 +16,8 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog.store import search
+from tests.conftest import committed_site
+from tests.conftest import run_from
 
 import pytest
 import transaction
@@ -23,15 +25,31 @@ import transaction
 DOCUMENTS = search.FIRST_ROWS + 50
 
 
-@pytest.fixture
-def many(pg_layer):
-    portal = pg_layer["portal"]
+def _create_many(layer) -> None:
+    portal = layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
     folder = api.content.create(container=portal, type="Folder", id="many")
     for number in range(DOCUMENTS):
         api.content.create(container=folder, type="Document", id=f"d{number:03}")
-    transaction.commit()
-    return portal
+
+
+@pytest.fixture(scope="module")
+def many_committed():
+    """The site with ``DOCUMENTS`` documents in a folder, committed once."""
+    return committed_site(_create_many)
+
+
+@pytest.fixture
+def many(many_committed):
+    """The portal of a test started from ``many_committed``; the test user
+    is a Manager.  The catalog was read once, in a transaction of its own,
+    as on a running site: the first read of a process guesses the typed
+    columns ready (``connection.likely_columns``) and searches again."""
+    for layer in run_from(many_committed):
+        portal = layer["portal"]
+        portal.portal_catalog.searchResults(path="/plone/many")
+        transaction.abort()
+        yield portal
 
 
 def _transferred(searches) -> list[int]:

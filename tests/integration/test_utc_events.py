@@ -29,6 +29,8 @@ from plone.app.testing import TEST_USER_NAME
 from plone.testing.zope import addRequestContainer
 from plone_pgcatalog.testing import open_db
 from plone_pgcatalog.testing import SITE_ID
+from tests.conftest import committed_site
+from tests.conftest import run_from
 from tests.integration.test_real_consumers import browser_for
 from zope.component.hooks import setSite
 from zope.globalrequest import setRequest
@@ -106,14 +108,24 @@ def _create_events(portal) -> None:
     api.content.create(container=portal, type="Folder", id="archive", title="Archive")
 
 
-@pytest.fixture
-def events(pg_layer):
-    """The test layer, whose database has not loaded the events yet."""
-    setRoles(pg_layer["portal"], TEST_USER_ID, ["Manager"])
+def _events_created(layer) -> None:
+    setRoles(layer["portal"], TEST_USER_ID, ["Manager"])
     transaction.commit()
-    _on_a_new_database(pg_layer, _create_events)
-    transaction.begin()  # sees what the other database committed
-    return pg_layer
+    _on_a_new_database(layer, _create_events)
+
+
+@pytest.fixture(scope="module")
+def events_committed():
+    """The site with the events (created on a database opened anew), the
+    test user a Manager: committed once for the module."""
+    return committed_site(_events_created)
+
+
+@pytest.fixture
+def events(events_committed):
+    """The test layer, whose database has not loaded the events yet: each
+    test's database is opened anew once the rows are restored."""
+    yield from run_from(events_committed)
 
 
 def _occurrences(portal, path: str = "/plone") -> dict[str, str]:
