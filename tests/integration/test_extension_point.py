@@ -172,7 +172,9 @@ def test_a_drop_waits_out_a_short_lock(pg_layer, caplog):
     catalog = pg_layer["portal"].portal_catalog
     assert _typed_column(catalog, "portal_type") == ("text", True)
     try:
-        with _reading_the_catalog(catalog, seconds=1.5):
+        # Longer than the exclusive lock's first wait (1.5 s:
+        # ``columns._set_exclusive_lock_timeout``), shorter than the tries.
+        with _reading_the_catalog(catalog, seconds=2.5):
             catalog.delIndex("portal_type")
             with caplog.at_level("INFO", "plone_pgcatalog"):
                 transaction.commit()

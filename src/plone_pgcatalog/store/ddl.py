@@ -31,8 +31,8 @@ LOCK_TIMEOUT = "5s"
 #: Seconds between the tries of one run of a change that did not get its
 #: locks.  Locks held for a moment are waited out without leaving the queue:
 #: a request ending, or autovacuum, which gives way to a waiting lock only
-#: after ``deadlock_timeout`` (1 s by default, as long as the exclusive
-#: steps wait).
+#: after ``deadlock_timeout`` (1 s by default; the exclusive steps wait
+#: longer, ``columns._set_exclusive_lock_timeout``).
 LOCK_PAUSES = (0.5, 2.0)
 #: Seconds before each new try of a schema change that did not get its
 #: locks; after the last one it gives up and says how to try again.
