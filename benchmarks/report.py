@@ -270,6 +270,11 @@ def _explain(results: dict) -> list[str]:
             "",
             "Parameters: `" + ", ".join(plan["params"]) + "`",
             "",
+            *(
+                ["Run with the plan PostgreSQL keeps, made blind to the values.", ""]
+                if plan.get("kept")
+                else []
+            ),
             "```",
             plan["explain"],
             "```",

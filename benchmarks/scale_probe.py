@@ -224,6 +224,11 @@ def markdown(results: dict) -> str:
             lines += [
                 f"### {explained['scenario']}",
                 "",
+                *(
+                    ["The plan kept, blind to the values.", ""]
+                    if explained.get("kept")
+                    else []
+                ),
                 "```",
                 explained["explain"],
                 "```",

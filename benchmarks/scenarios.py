@@ -367,7 +367,7 @@ def captured_sql():
     """Record the statements of searches: the first of a transaction, sent
     with its savepoint (``connection.search_first``), and the others
     (``store.search._execute``: the first rows of a result, a window, the
-    rest of a result)."""
+    rest of a result); ``(statement, params, keep_plan)`` each."""
     from plone_pgcatalog import snapshots
     from plone_pgcatalog.store import connection
     from plone_pgcatalog.store import search
@@ -376,11 +376,11 @@ def captured_sql():
     original = search._execute, connection.search_first
 
     def recording(conn, statement, params, keep_plan=False):
-        captured.append((statement, params))
+        captured.append((statement, params, keep_plan))
         return original[0](conn, statement, params, keep_plan)
 
     def recording_first(context, statement, params, keep_plan=False):
-        captured.append((statement, params))
+        captured.append((statement, params, keep_plan))
         return original[1](context, statement, params, keep_plan)
 
     search._execute, connection.search_first = recording, recording_first
@@ -399,6 +399,7 @@ def explain_all(session, dsn: str, only: str | None = None) -> list[dict]:
     the plans that ran, at 1,000,000 rows a GIN bitmap of every row the
     catalog's ``random_page_cost`` keeps out)."""
     from plone_pgcatalog.store import connection
+    from plone_pgcatalog.store import reports
     from psycopg import sql
 
     import psycopg
@@ -417,21 +418,29 @@ def explain_all(session, dsn: str, only: str | None = None) -> list[dict]:
             with captured_sql() as captured:
                 with session.request(anonymous=anonymous) as (site, conn):
                     action(site.portal_catalog, "/".join(site.getPhysicalPath()))
-            for statement, params in captured:
+            for number, (statement, params, kept) in enumerate(captured):
                 text = statement.as_string(pg)
-                with pg.transaction():
-                    settings = connection.read_settings()
-                    if settings is not None:
-                        pg.execute(*settings)
-                    rows = pg.execute(
-                        sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params
-                    ).fetchall()
+                settings = connection.read_settings()
+                if kept:
+                    # Run with the plan PostgreSQL keeps, blind to the values.
+                    lines = reports.explain_generic(
+                        pg, statement, params, f"bench_{number}", settings
+                    )
+                else:
+                    with pg.transaction():
+                        if settings is not None:
+                            pg.execute(*settings)
+                        rows = pg.execute(
+                            sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params
+                        ).fetchall()
+                    lines = [row[0] for row in rows]
                 plans.append(
                     {
                         "scenario": name,
                         "sql": text,
                         "params": [repr(p) for p in params],
-                        "explain": "\n".join(row[0] for row in rows),
+                        "kept": bool(kept),
+                        "explain": "\n".join(lines),
                     }
                 )
     return plans

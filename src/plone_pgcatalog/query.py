@@ -161,10 +161,37 @@ class SearchSQL:
     #: ranked every row for a word (full text 2.98 -> 6.1 ms), or read
     #: every visible row for a type without matches.
     plan_kept: bool = False
+    #: A window walked from the edge (``from_the_edge``), without a
+    #: full-text condition, pending changes or a subquery of the table:
+    #: PostgreSQL is made to keep one plan for its statement, blind to the
+    #: values (``plan_cache_mode`` ``force_generic_plan`` for that statement
+    #: alone, ``store.connection.send_search``).  Its best plan is the same
+    #: for every value: the count reads the matches by the conditions'
+    #: indexes and the walk starts at their edge.  At 10,220 rows the
+    #: statement took 2.44-2.71 ms instead of 4.66-4.69 (three times the
+    #: conditions to plan), and a value no row has or one of 13 rows kept
+    #: the plan good (at 1,000,000 rows: 0.29-0.70 ms; ``benchmarks/
+    #: README.rst``, "Plans kept blind to the values").  PostgreSQL's own
+    #: choice (``plan_kept``) is no guide there: it took the generic plan of
+    #: statements whose generic plan reads every row for a rare value, and
+    #: made custom plans of these.
+    plan_forced: bool = False
 
     @property
     def windowed(self) -> bool:
         return self.limit is not None or bool(self.offset)
+
+    @property
+    def from_the_edge(self) -> bool:
+        """Whether the window's statement (``ids_query``) walks the first
+        sort key's index from the edge of the matches (``_from_the_edge``):
+        a window of a large catalog sorted on a ``columns.SORTED`` column."""
+        return (
+            self.edge is not None
+            and self.limit is not None
+            and bool(self.count_parts)
+            and self.sorted_count_apart
+        )
 
     @functools.cached_property
     def statements(self) -> dict:
@@ -220,7 +247,7 @@ class SearchSQL:
             # At 10,000 documents, page 2 sorted on ``effective`` (10,990
             # matches): 16.4 -> 8.8 ms (EXPLAIN ANALYZE), the whole search
             # 16.2 -> 11.0 (``benchmarks/README.rst``, "Sorted pages").
-            if self.edge is not None and limit is not None and self.count_parts:
+            if self.from_the_edge and limit is not None:
                 return self._from_the_edge(limit, offset)
             parts = self.count_parts or (self.where,)
             count = sql.SQL(" + ").join(
@@ -595,17 +622,18 @@ def build_query(
         python_slice = (b_start, b_start + b_size)
         b_start, b_size = 0, None
     source, source_params = overlay.source(context.columns) if overlay else (TABLE, ())
+    # A plan made blind to the values is as good for all only without
+    # these (``SearchSQL.plan_kept``, ``SearchSQL.plan_forced``).
+    plannable = not worded and not overlay and not any(map(_reads_the_table, clauses))
     plan_kept = (
         key is not None
-        and not worded
-        and not overlay
+        and plannable
         and _as_list(_sort_attr(query, "on")) in ([], [POSITION])
-        and not any(map(_reads_the_table, clauses))
     )
     where = sql.SQL(" AND ").join(clauses or [sql.SQL("TRUE")])
     if plan_kept:
         where, params = by_key(clauses, params, *key)
-    return SearchSQL(
+    search = SearchSQL(
         where=where,
         params=tuple(params),
         order_by=order_by,
@@ -622,6 +650,9 @@ def build_query(
         edge=edge if sort_keys and score is None else None,
         plan_kept=plan_kept,
     )
+    if plannable and search.from_the_edge:
+        search = replace(search, plan_forced=True)
+    return search
 
 
 def _reads_the_table(clause: sql.Composable) -> bool:

@@ -173,7 +173,9 @@ def _search(
     def run() -> search.Found:
         if first:
             statement, params = search.search_statement(plan, metadata)
-            rows = connection.search_first(catalog, statement, params, plan.plan_kept)
+            rows = connection.search_first(
+                catalog, statement, params, search.keep_plan(plan)
+            )
             if rows is not None and _as_read(catalog) == translated_with:
                 with connection.reading(catalog) as conn:
                     return search.found_by(conn, plan, rows, metadata)
@@ -196,7 +198,7 @@ def _search(
             started,
             lambda: (_shown(query), *search.search_statement(plan, metadata), None),
             error=str(error),
-            kept=plan.plan_kept,
+            kept=bool(search.keep_plan(plan)),
         )
         raise SearchTimeout(f"{error}; the query: {_shown(query)}") from error.__cause__
     except (psycopg.errors.UndefinedColumn, psycopg.errors.UndefinedTable):
@@ -208,7 +210,7 @@ def _search(
         catalog,
         started,
         lambda: (_shown(query), *search.search_statement(plan, metadata), found.total),
-        kept=plan.plan_kept,
+        kept=bool(search.keep_plan(plan)),
     )
     # The rest of a result read after its transaction comes from a later
     # snapshot; pending changes laid over the rows are the transaction's

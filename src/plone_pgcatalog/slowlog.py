@@ -26,7 +26,6 @@ from psycopg.rows import tuple_row
 
 import itertools
 import logging
-import psycopg
 import threading
 import time
 
@@ -60,7 +59,8 @@ class Shape:
     statement: object = field(default=None, repr=False)
     #: None: too large to keep (``MAX_PARAMS_CHARS``)
     params: tuple | None = field(default=(), repr=False)
-    #: the search keeps its plan (``query.SearchSQL.plan_kept``): explained
+    #: the search keeps its plan (``query.SearchSQL.plan_kept``,
+    #: ``plan_forced``: ``store.search.keep_plan``): explained
     #: with that plan, not one made for the values
     kept: bool = False
 
@@ -172,19 +172,4 @@ def explain(conn, shape: Shape) -> list[str]:
                 cursor.execute(reports.explain(shape.statement), shape.params)
                 return [row[0] for row in cursor.fetchall()]
     name = f"pgcatalog_explained_{next(_EXPLAINED)}"
-    prepare, deallocate = reports.prepare_kept(shape.statement, name, len(shape.params))
-    try:
-        with conn.transaction(force_rollback=True):
-            # Bound by psycopg on the client: PostgreSQL does not read the
-            # types of a utility statement's parameters (EXPLAIN EXECUTE).
-            with psycopg.ClientCursor(conn, row_factory=tuple_row) as cursor:
-                cursor.execute(reports.GENERIC_PLANS)
-                cursor.execute(prepare)
-                [(types,)] = cursor.execute(reports.PREPARED_TYPES, (name,))
-                cursor.execute(reports.explain_prepared(name, types), shape.params)
-                return [row[0] for row in cursor.fetchall()]
-    finally:
-        # A prepared statement outlives the transaction that made it.
-        with conn.cursor(row_factory=tuple_row) as cursor:
-            if cursor.execute(reports.PREPARED_TYPES, (name,)).fetchall():
-                cursor.execute(deallocate)
+    return reports.explain_generic(conn, shape.statement, shape.params, name)

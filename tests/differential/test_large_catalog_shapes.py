@@ -52,9 +52,10 @@ PENDING_WINDOWS = [
 ]
 
 
-def _record(monkeypatch, searches) -> tuple[dict, dict, int]:
+def _record(monkeypatch, searches) -> tuple[dict, dict, int, int]:
     from plone_pgcatalog import query
     from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import connection
     from plone_pgcatalog.testing import PGCATALOG_FUNCTIONAL_TESTING
 
     runner = run_in(PGCATALOG_FUNCTIONAL_TESTING)
@@ -85,6 +86,8 @@ def _record(monkeypatch, searches) -> tuple[dict, dict, int]:
             if "(SELECT count(*) FROM " in searched.statement
             and " ORDER BY zoid" not in searched.statement
         )
+        # Those walked from the edge ran with their generic plan.
+        forced = sum(1 for searched in searches if searched.kept == connection.FORCED)
         # With pending changes (read from the overlay): large, then small.
         become(portal, "manager")
         change_without_commit(portal)
@@ -95,7 +98,7 @@ def _record(monkeypatch, searches) -> tuple[dict, dict, int]:
                 for case in UNCOMMITTED_QUERIES + PENDING_WINDOWS:
                     outcomes[(case.name, user)] = _run(catalog, case.query, case.call)
         transaction.abort()
-        return small, large, counted_apart
+        return small, large, counted_apart, forced
     finally:
         monkeypatch.undo()
         runner.close()
@@ -108,14 +111,17 @@ def shapes():
 
 
 def test_sorted_windows_were_counted_apart(shapes):
-    _small, _large, counted_apart = shapes
+    _small, _large, counted_apart, forced = shapes
     # queries.py has dozens of sorted windows, run as three users.
     assert counted_apart >= 30, counted_apart
+    # Those sorted on a date, walked from the edge of their matches, ran
+    # with the plan PostgreSQL was made to keep (``SearchSQL.plan_forced``).
+    assert forced >= 10, forced
 
 
 @pytest.mark.parametrize("user", USERS)
 def test_every_query_gives_the_same_in_a_large_catalog(shapes, user):
-    small, large, _ = shapes
+    small, large, _, _ = shapes
     differing = {
         case.name: (str(small[(case.name, user)]), str(large[(case.name, user)]))
         for case in QUERIES + UNCOMMITTED_QUERIES + PENDING_WINDOWS

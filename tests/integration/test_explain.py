@@ -332,11 +332,17 @@ class Recorded:
     error: Exception | None = None
 
     def statements(self) -> list[tuple]:
+        return [(statement, params) for statement, params, _ in self.planned()]
+
+    def planned(self) -> list[tuple]:
+        """``(statement, params, forced)`` of each statement: ``forced``
+        where PostgreSQL runs its generic plan (``SearchSQL.plan_forced``;
+        the count of a window past the end is planned for its values)."""
         found = []
         for plan in self.plans:
-            found.append(plan.ids_query())
+            found.append((*plan.ids_query(), plan.plan_forced))
             if plan.windowed:
-                found.append(plan.count_query())
+                found.append((*plan.count_query(), False))
         return found
 
 
@@ -651,15 +657,26 @@ def explain_analyze(conn, statement, params) -> dict:
     return row[0][0]["Plan"]
 
 
-def _problems(conn, recorded: Recorded, partial: dict, limit: int) -> list[str]:
-    """What reads all of the catalog in each statement's plan; a walk cut
-    by the window's ``LIMIT`` only if it read more than ``limit`` rows."""
+def _problems(
+    conn, dsn: str, recorded: Recorded, partial: dict, limit: int
+) -> list[str]:
+    """What reads all of the catalog in each statement's plan (the generic
+    plan where it is forced, on a connection of its own to ``dsn``); a
+    walk cut by the window's ``LIMIT`` only if it read more than ``limit``
+    rows."""
     problems = []
-    for statement, params in recorded.statements():
-        plan = explain(conn, statement, params)
+    for statement, params, forced in recorded.planned():
+        if forced:
+            plan = _kept_plan(dsn, statement, params)
+        else:
+            plan = explain(conn, statement, params)
         scans = catalog_scans(plan, partial)
         if scans and all(scan.startswith(CUT) for scan in scans):
-            walked = _rows_walked(explain_analyze(conn, statement, params))
+            if forced:
+                [analyzed] = _kept_plans(dsn, [(statement, params)], analyze=True)
+            else:
+                analyzed = explain_analyze(conn, statement, params)
+            walked = _rows_walked(analyzed)
             if walked <= limit:
                 continue
             scans.append(f"read {walked} rows (at most {limit})")
@@ -699,7 +716,11 @@ def test_query_reads_the_catalog_through_an_index(explained, pg, name, user):
         return
     assert recorded.plans, "the catalog sent no SQL"
     problems = _problems(
-        pg, recorded, explained.partial, int(MOST * explained.catalog_rows)
+        pg,
+        explained.dsn,
+        recorded,
+        explained.partial,
+        int(MOST * explained.catalog_rows),
     )
     if problems and name in FULL_SCAN_SHAPES:
         return  # justified, and checked by the next test
@@ -747,12 +768,16 @@ def _kept_plan(dsn: str, statement, params, folders: int | None = None) -> dict:
     return plan
 
 
-def _kept_plans(dsn: str, statements, folders: int | None = None) -> list[dict]:
+def _kept_plans(
+    dsn: str, statements, folders: int | None = None, analyze: bool = False
+) -> list[dict]:
     """``_kept_plan`` of each ``(statement, params)``, on a connection of
-    their own, each statement the one prepared there while it is explained.
-    With ``folders``, planned as if the catalog's rows were in that many
-    folders (``n_distinct`` of ``parent_path``, analyzed once in a
-    transaction rolled back: nothing of it stays)."""
+    their own, each statement the one prepared there while it is explained
+    (and run, with ``analyze``).  With ``folders``, planned as if the
+    catalog's rows were in that many folders (``n_distinct`` of
+    ``parent_path``, analyzed once in a transaction rolled back: nothing of
+    it stays)."""
+    options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
     plans = []
     with psycopg.connect(dsn) as conn:
         _plan_as_reads(conn)
@@ -773,8 +798,8 @@ def _kept_plans(dsn: str, statements, folders: int | None = None) -> list[dict]:
             # The values as literals of the statement's parameter types.
             arguments = sql.SQL(", ").join(sql.Literal(value) for value in params)
             row = conn.execute(
-                sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}({})").format(
-                    sql.Identifier(name), arguments
+                sql.SQL("EXPLAIN ({}) EXECUTE {}({})").format(
+                    sql.SQL(options), sql.Identifier(name), arguments
                 )
             ).fetchone()
             plans.append(row[0][0]["Plan"])
@@ -877,6 +902,35 @@ def test_postgresql_keeps_the_plans_kept(explained):
         # Five plans for the values, then the generic one where PostgreSQL
         # estimates it as cheap.
         assert generic + custom == 7 and generic >= 1, f"{name}@{user}: {statement!r}"
+
+
+@pytest.mark.parametrize("folders", [None, 40], ids=["as-built", "40-folders"])
+def test_a_window_from_the_edge_keeps_a_plan_that_reads_by_indexes(explained, folders):
+    """The plan PostgreSQL is made to keep for a window of a large catalog
+    walked from the edge of its matches (``SearchSQL.plan_forced``), made
+    blind to the values and the user: the count and the window read the
+    matches through indexes, whatever the values (a walk of the sort key's
+    index is bounded by the count's edge), also as if the catalog's rows
+    were in 40 folders.  (``test_query_reads_the_catalog_through_an_index``
+    explains these searches with this plan too, and measures the rows their
+    walks read.)"""
+    forced = [
+        (name, user, plan)
+        for (name, user), recorded in explained.recorded.items()
+        for plan in recorded.plans
+        if plan.plan_forced
+    ]
+    # A collection, listings sorted on each date.
+    assert len({name for name, _, _ in forced}) >= 4, forced
+    # Those that match every row count them all (``FULL_SCAN_SHAPES``).
+    forced = [found for found in forced if found[0] not in FULL_SCAN_SHAPES]
+    assert len({name for name, _, _ in forced}) >= 2, forced
+    generics = _kept_plans(
+        explained.dsn, [plan.ids_query() for _, _, plan in forced], folders
+    )
+    for (name, user, _), generic in zip(forced, generics, strict=True):
+        outline = f"{name}@{user}\n" + "\n".join(_outline(generic))
+        assert not catalog_scans(generic, explained.partial), outline
 
 
 @pytest.mark.parametrize("order", sorted(SECTIONS))

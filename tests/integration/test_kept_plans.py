@@ -13,6 +13,7 @@ from plone_pgcatalog import snapshots
 from plone_pgcatalog.store import connection
 from psycopg.rows import tuple_row
 
+import psycopg
 import pytest
 import re
 import transaction
@@ -180,4 +181,90 @@ def test_reads_planned_for_their_values_are_never_prepared(catalog):
     assert len(searched) == 2, searched  # the listing, the UID's path
     for statement in searched:
         assert ") IS TRUE" in statement, statement
+    transaction.abort()
+
+
+def _latest(catalog, b_start: int = 0) -> list[str]:
+    """A page of the latest documents, as a listing of news asks for it."""
+    found = catalog.searchResults(
+        portal_type="Document",
+        sort_on="modified",
+        sort_order="reverse",
+        b_start=b_start,
+        b_size=2,
+    )
+    return [brain.getId for brain in found], found.actual_result_count
+
+
+def _plan_cache_mode(catalog) -> str:
+    conn = connection._pg_connection(connection._storage_instance(catalog))
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        return cursor.execute("SHOW plan_cache_mode").fetchone()[0]
+
+
+def test_a_window_from_the_edge_runs_the_plan_kept_for_it(
+    catalog, searches, monkeypatch
+):
+    """In a large catalog, a window sorted on a date is walked from the edge
+    of its matches (``SearchSQL.from_the_edge``): PostgreSQL is made to run
+    one plan for every value, from the first run (``plan_forced``), both
+    as a transaction's first read and after it; ``plan_cache_mode`` is as
+    it was before and after the statement."""
+    from DateTime import DateTime
+    from plone_pgcatalog import query
+
+    # Modified on six days, in another order than their creation's.
+    latest = ["b-0", "a-2", "b-2", "a-0", "b-1", "a-1"]
+    for days, name in enumerate(reversed(latest)):
+        page = api.content.get(path=f"/{name[0]}/{name}")
+        page.setModificationDate(DateTime("2024/01/01 12:00 UTC") + days)
+        page.reindexObject(idxs=["modified"])
+    transaction.commit()
+    monkeypatch.setattr(query, "COUNT_APART_ROWS", -1)
+    for request in range(6):
+        transaction.begin()
+        start = 2 * (request % 3)
+        # The transaction's first read...
+        assert _latest(catalog, start) == (latest[start : start + 2], 6)
+        assert _plan_cache_mode(catalog) == "auto"
+        # ...and one after it, where another mode was set.
+        conn = connection._pg_connection(connection._storage_instance(catalog))
+        conn.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        assert _latest(catalog, 4 - start) == (latest[4 - start : 6 - start], 6)
+        assert _plan_cache_mode(catalog) == "force_custom_plan"
+        transaction.abort()
+    windows = [found for found in searches if "AS edge" in found.statement]
+    assert len(windows) == 12
+    assert all(found.kept == connection.FORCED for found in windows)
+    transaction.begin()
+    catalog.searchResults(portal_type="Folder")
+    kept = [
+        plans
+        for statement, plans in _prepared(catalog).items()
+        if "AS edge" in statement
+    ]
+    # Two statements (the first page has no ``OFFSET``), run 12 times: never
+    # a plan made for the values.
+    assert len(kept) == 2
+    assert [sum(counts) for counts in zip(*kept)] == [12, 0]
+    transaction.abort()
+
+
+def test_a_failed_window_from_the_edge_leaves_the_mode_as_it_was(catalog):
+    """The statement fails after the mode was changed for it: the change
+    is undone with the savepoint the read goes back to, as the transaction's
+    first read and after it."""
+    from plone_pgcatalog.store import search
+    from psycopg import sql
+
+    failing = sql.SQL("SELECT 1 / 0")
+    transaction.begin()
+    assert connection.search_first(catalog, failing, (), connection.FORCED) is None
+    assert _plan_cache_mode(catalog) == "auto"
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        with connection.reading(catalog) as conn:
+            search._execute(conn, failing, (), connection.FORCED)
+    assert _plan_cache_mode(catalog) == "auto"
+    # The transaction reads on.
+    assert len(catalog.searchResults(portal_type="Folder")) == 2
     transaction.abort()

@@ -302,7 +302,50 @@ def likely_columns(context) -> dict[str, str]:
     return getattr(_storage_instance(context)._main, "_pgcatalog_columns_seen", {})
 
 
-def search_first(context, statement, params, keep_plan: bool = False) -> list | None:
+#: ``keep_plan`` of a search statement whose plan PostgreSQL is made to
+#: keep (``query.SearchSQL.plan_forced``; ``send_search``).
+FORCED = "forced"
+
+# Around a statement whose plan is forced: ``plan_cache_mode`` as it was
+# is kept in a setting of the catalog's own (a target list is computed in
+# its order), the generic plan forced, and the mode set back after it.
+# Local to the transaction, and undone with the savepoint when the search
+# fails (the statement after it is then not run).
+_GENERIC_PLAN = (
+    "SELECT set_config('pgcatalog.plan_cache_mode',"
+    " current_setting('plan_cache_mode'), true),"
+    " set_config('plan_cache_mode', 'force_generic_plan', true)"
+)
+_PLAN_AS_BEFORE = (
+    "SELECT set_config('plan_cache_mode',"
+    " current_setting('pgcatalog.plan_cache_mode'), true)"
+)
+
+
+def send_search(
+    conn: psycopg.Connection,
+    cursor: psycopg.Cursor,
+    statement,
+    params,
+    keep_plan: bool | str = False,
+) -> None:
+    """Send a search ``statement`` on ``cursor``: planned for its values
+    (``keep_plan`` false), prepared (true: PostgreSQL keeps its generic
+    plan where it looks as cheap as those, ``query.SearchSQL.plan_kept``)
+    or prepared and run with its generic plan (``FORCED``).  ``conn`` is
+    in a pipeline where the plan is forced: the mode's change and its
+    undoing go with the statement, in its round trip."""
+    if keep_plan != FORCED:
+        cursor.execute(statement, params, prepare=bool(keep_plan))
+        return
+    conn.execute(_GENERIC_PLAN, prepare=True)
+    cursor.execute(statement, params, prepare=True)
+    conn.execute(_PLAN_AS_BEFORE, prepare=True)
+
+
+def search_first(
+    context, statement, params, keep_plan: bool | str = False
+) -> list | None:
     """The first catalog read of a transaction (``first_read``): the
     savepoint, the page cost, the ready typed columns and whether the site
     is alone (as ``reading`` sets and reads them) and the search
@@ -315,7 +358,7 @@ def search_first(context, statement, params, keep_plan: bool = False) -> list | 
     guess named is gone, no table yet, a bad query): the transaction is
     back at its savepoint, and the caller runs the search again through
     ``reading``, where an error that is the search's own propagates.
-    With ``keep_plan`` the statement is prepared (``SearchSQL.plan_kept``).
+    ``keep_plan``: as ``send_search`` plans it.
     """
     storage = _storage_instance(context)
     conn = _pg_connection(storage)
@@ -328,7 +371,7 @@ def search_first(context, statement, params, keep_plan: bool = False) -> list | 
                 json_cursor(conn) as cursor,
             ):
                 _send_prelude(prelude, sites, site)
-                cursor.execute(statement, params, prepare=keep_plan)
+                send_search(conn, cursor, statement, params, keep_plan)
                 found = prelude.fetchall()
                 alone = _alone(sites, site)
                 rows = cursor.fetchall()

@@ -15,7 +15,9 @@ from plone_pgcatalog.store import columns
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import COLUMNS
 from psycopg import sql
+from psycopg.rows import tuple_row
 
+import psycopg
 import re
 
 # Composed with the statements' own placeholders ({site}, {vector}, {}),
@@ -135,6 +137,36 @@ def explain_prepared(name: str, types: list[str]) -> sql.Composed:
         sql.Identifier(name),
         sql.SQL(", ").join(sql.Placeholder() + sql.SQL("::" + kind) for kind in types),
     )
+
+
+def explain_generic(
+    conn: psycopg.Connection, statement, params, name: str, settings=None
+) -> list[str]:
+    """``EXPLAIN (ANALYZE, BUFFERS)`` of ``statement`` run with ``params``
+    and the plan PostgreSQL makes blind to its values (the one a search
+    whose plan is kept runs: ``query.SearchSQL.plan_kept``,
+    ``plan_forced``), on ``conn`` in a transaction rolled back, after the
+    ``(statement, params)`` of ``settings`` if given (the catalog's reads'
+    settings, ``connection.read_settings``).  Prepared as ``name`` for it,
+    and deallocated after."""
+    prepare, deallocate = prepare_kept(statement, name, len(params))
+    try:
+        with conn.transaction(force_rollback=True):
+            # Bound by psycopg on the client: PostgreSQL does not read the
+            # types of a utility statement's parameters (EXPLAIN EXECUTE).
+            with psycopg.ClientCursor(conn, row_factory=tuple_row) as cursor:
+                if settings is not None:
+                    cursor.execute(*settings)
+                cursor.execute(GENERIC_PLANS)
+                cursor.execute(prepare)
+                [(types,)] = cursor.execute(PREPARED_TYPES, (name,))
+                cursor.execute(explain_prepared(name, types), params)
+                return [row[0] for row in cursor.fetchall()]
+    finally:
+        # A prepared statement outlives the transaction that made it.
+        with conn.cursor(row_factory=tuple_row) as cursor:
+            if cursor.execute(PREPARED_TYPES, (name,)).fetchall():
+                cursor.execute(deallocate)
 
 
 # -- the operators' pages (``overview``) ----------------------------------------

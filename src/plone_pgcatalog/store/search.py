@@ -18,7 +18,9 @@ from plone_pgcatalog.fulltext import MARK_START
 from plone_pgcatalog.fulltext import passage_ends
 from plone_pgcatalog.query import exact_text
 from plone_pgcatalog.query import SearchSQL
+from plone_pgcatalog.store.connection import FORCED
 from plone_pgcatalog.store.connection import json_cursor
+from plone_pgcatalog.store.connection import send_search
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.schema import READ_COUNTER
 from plone_pgcatalog.store.schema import TEXTS
@@ -70,15 +72,26 @@ FIRST_ROWS = 100
 
 
 def _execute(
-    conn: psycopg.Connection, statement, params, keep_plan: bool = False
+    conn: psycopg.Connection, statement, params, keep_plan: bool | str = False
 ) -> list[tuple]:
     with json_cursor(conn) as cursor:
         # Planned for its parameters every time, unless its plan is kept
-        # (``SearchSQL.plan_kept``): a prepared statement's generic plan,
-        # blind to them, read every row of the site to find the 70 of a
-        # word (14 ms instead of 2).
-        cursor.execute(statement, params, prepare=keep_plan)
+        # (``keep_plan``): a prepared statement's generic plan, blind to
+        # them, read every row of the site to find the 70 of a word (14 ms
+        # instead of 2).
+        if keep_plan == FORCED:
+            with conn.pipeline():
+                send_search(conn, cursor, statement, params, keep_plan)
+        else:
+            cursor.execute(statement, params, prepare=keep_plan)
         return cursor.fetchall()
+
+
+def keep_plan(search: SearchSQL) -> bool | str:
+    """Whether the statement of ``search`` (``search_statement``) keeps its
+    plan, as ``connection.send_search`` reads it: ``connection.FORCED``
+    (``SearchSQL.plan_forced``), or ``SearchSQL.plan_kept``."""
+    return FORCED if search.plan_forced else search.plan_kept
 
 
 def run_search(
@@ -87,7 +100,7 @@ def run_search(
     """Run the window's query, or the first ``FIRST_ROWS`` of a result
     without a window (one round trip; two past the end of a window), with
     the first rows' metadata unless not ``metadata``."""
-    rows = _execute(conn, *search_statement(search, metadata), search.plan_kept)
+    rows = _execute(conn, *search_statement(search, metadata), keep_plan(search))
     return found_by(conn, search, rows, metadata)
 
 
