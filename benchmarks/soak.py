@@ -170,6 +170,16 @@ class Instance:
             return []
         return log.read_text(encoding="utf-8", errors="replace").splitlines()
 
+    def escaped_errors(self) -> list[str]:
+        """The errors that escaped Zope, as waitress logged them (its
+        "Exception while serving PATH" and the traceback after it, the
+        last ``ESCAPED_LINES`` lines of each): what a "waitress error page"
+        was, for the report."""
+        log = self.var / "serve.log"
+        if not log.exists():
+            return []
+        return escaped_errors(log.read_text(encoding="utf-8", errors="replace"))
+
     def conflict_retries(self) -> int:
         """Requests Zope ran again after a write conflict (its event log)."""
         return sum("Request will be retried" in line for line in self.event_log())
@@ -669,6 +679,34 @@ _CONFLICT = re.compile(
 )
 
 
+#: Lines kept of each traceback ``escaped_errors`` finds.
+ESCAPED_LINES = 12
+
+
+def escaped_errors(log: str) -> list[str]:
+    """Each "Exception while serving PATH" of waitress's log ``log`` (the
+    instance's ``serve.log``) with the last ``ESCAPED_LINES`` lines of the
+    traceback after it (up to the next record, which begins with its
+    date)."""
+    found = []
+    lines = log.splitlines()
+    for number, line in enumerate(lines):
+        if "Exception while serving" not in line:
+            continue
+        block = []
+        for following in lines[number + 1 :]:
+            if _LOG_RECORD.match(following):
+                break
+            if following.strip():
+                block.append(following)
+        found.append("\n".join([line, *block[-ESCAPED_LINES:]]))
+    return found
+
+
+#: The beginning of a record of the instances' logs: its date and time.
+_LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")
+
+
 def stale_reads(event_log: list[str], longest_s: float) -> list[dict]:
     """Write conflicts of one process whose transaction read a version of
     an object older than one that process had reported committed more than
@@ -1115,6 +1153,7 @@ def run(args) -> dict:
         # conflict before it answers).
         longest = max((r.seconds for r in load.records), default=0.0) + 1.0
         stale = [s for i in instances for s in stale_reads(i.event_log(), longest)]
+        escaped = [error for i in instances for error in i.escaped_errors()]
         verified = subprocess.run(
             [str(pgcatalog), "-C", str(instances[0].conf), "verify"],
             capture_output=True,
@@ -1200,6 +1239,8 @@ def run(args) -> dict:
         "unverifiable": sum(i.unverifiable for i in load.items.values()),
         "errors": dict(errors),
         "failures": failures,
+        # the tracebacks of the answers "waitress error page"
+        "escaped": escaped,
         "failed_by_kind": dict(failed),
         "latency": {kind: _percentiles(s) for kind, s in by_kind.items()},
         "item_problems": problems,

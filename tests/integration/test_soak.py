@@ -92,7 +92,7 @@ def test_two_instances_under_load_lose_nothing(tmp_path):
     # (plone_pgcatalog.sharedcache).
     assert result["stale_reads"] == []
     unexpected = soak.unexpected_errors(result)
-    assert unexpected == {}, result["failures"]
+    assert unexpected == {}, (result["failures"], result["escaped"])
     for kind in ("search anonymous", "search member", "folder listing", "navigation"):
         assert result["latency"][kind]["count"] > 0, kind
     terminate = result["faults"]["terminate"]
@@ -253,6 +253,31 @@ def test_a_read_the_terminate_failed_is_excused_only_as_a_503():
     assert not soak._excused("terminate: search anonymous: 500 AdminShutdown")
     assert not soak._excused("search anonymous: 503 AdminShutdown")
     assert soak._excused("terminate: edit: 500 AdminShutdown")
+
+
+def test_the_errors_that_escaped_zope_are_read_from_waitress_log():
+    """A "waitress error page" is an error that escaped Zope's publisher:
+    its traceback is only in the instance's ``serve.log``, which the soak
+    removes; the report keeps it (``escaped``)."""
+    frames = [f'  File "/z/module{n}.py", line {n}, in call' for n in range(20)]
+    log = "\n".join(
+        [
+            "2026-11-29 04:15:22 ERROR [plone.dexterity.schema:185] Error resolving",
+            "2026-11-29 04:15:23 ERROR [waitress:414] Exception while serving"
+            " /Plone/@search",
+            "Traceback (most recent call last):",
+            *frames,
+            "",
+            "psycopg.InterfaceError: the connection is closed",
+            "2026-11-29 04:15:24 INFO [waitress:486] something else",
+        ]
+    )
+    [found] = soak.escaped_errors(log)
+    lines = found.splitlines()
+    assert lines[0].endswith("Exception while serving /Plone/@search")
+    assert lines[-1] == "psycopg.InterfaceError: the connection is closed"
+    assert len(lines) == 1 + soak.ESCAPED_LINES
+    assert soak.escaped_errors(log.replace("Exception while serving", "x")) == []
 
 
 def test_stale_reads_are_told_from_write_conflicts():

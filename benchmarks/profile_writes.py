@@ -1,0 +1,122 @@
+"""Profile one write scenario on an instance a benchmark run kept.
+
+Usage (after ``run.py --keep-databases``, which prints where the worker
+logs and instances are)::
+
+    .venv/bin/python benchmarks/profile_writes.py --instance DIR/instance-pgcatalog \
+        [--scenario modification] [--iterations 100] [--top 30]
+
+The writes of ``writes.py``, one commit each, on the documents of the kept
+site (its first ``--iterations`` by id, each written once a round):
+``modification`` (title and description changed, ``reindexObject()``),
+``transition`` (retract and publish again, in turn), ``sharing`` (a local
+role given and taken away on the big folder, ``reindexObjectSecurity()``,
+its 1,000 descendants).  Reports the median time, then one more round under
+cProfile, sorted by own time and by cumulative time: where a write's time
+goes (Plone, the storage, this catalog's extraction and SQL) is what the
+write targets' levers are chosen by.  Works on either backend's instance
+(``instance-zcatalog`` too).  The writes stay in the kept database.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import argparse
+import cProfile
+import pstats
+import statistics
+import sys
+import time
+import transaction
+import worker
+import writes
+
+SCENARIOS = ("modification", "transition", "sharing")
+
+
+def _documents(site, count: int) -> list[str]:
+    """Paths of the site's first ``count`` published documents by id."""
+    catalog = site.portal_catalog
+    found = catalog.unrestrictedSearchResults(
+        portal_type="Document",
+        review_state="published",
+        sort_on="id",
+        sort_limit=count,
+    )[:count]
+    return [brain.getPath() for brain in found]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/profile_writes.py")
+    parser.add_argument("--instance", type=Path, required=True)
+    parser.add_argument("--scenario", default="modification", choices=SCENARIOS)
+    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args(argv)
+    zope_conf = args.instance / "etc" / "zope.conf"
+    if not zope_conf.exists():
+        parser.error(f"no {zope_conf}: give an instance directory of a kept run")
+    session = worker.Session(zope_conf)
+    with session.request() as (site, _conn):
+        paths = _documents(site, args.iterations)
+    if args.scenario != "sharing" and len(paths) < args.iterations:
+        parser.error(f"the site has {len(paths)} published documents")
+    rounds = iter(range(1_000_000))
+
+    def write(site, path: str, number: int) -> None:
+        from plone import api
+
+        if args.scenario == "modification":
+            doc = site.unrestrictedTraverse(path)
+            doc.title = f"Edited {number}"
+            doc.description = f"Edited in round {number}."
+            doc.reindexObject()
+        elif args.scenario == "transition":
+            doc = site.unrestrictedTraverse(path)
+            name = "retract" if number % 2 == 0 else "publish"
+            api.content.transition(obj=doc, transition=name)
+        else:
+            big = site[writes.BIG_FOLDER]
+            if number % 2 == 0:
+                big.manage_setLocalRoles("profiled", ["Reader", "Editor"])
+            else:
+                big.manage_delLocalRoles(["profiled"])
+            big.reindexObjectSecurity()
+
+    def timed(profiler=None) -> list[float]:
+        number = next(rounds)
+        times = []
+        targets = paths if args.scenario != "sharing" else [None] * 4
+        with session.request() as (site, _conn):
+            for path in targets:
+                if profiler is not None:
+                    profiler.enable()
+                started = time.perf_counter_ns()
+                write(site, path, number)
+                transaction.commit()
+                times.append((time.perf_counter_ns() - started) / 1e6)
+                if profiler is not None:
+                    profiler.disable()
+                if args.scenario == "sharing":
+                    number = next(rounds)
+        return times
+
+    timed()  # warm up: caches, prepared statements
+    times = timed()
+    print(
+        f"{args.scenario}: median {statistics.median(times):.3f} ms, "
+        f"min {min(times):.3f} ms over {len(times)} writes"
+    )
+    if args.top:
+        profiler = cProfile.Profile()
+        timed(profiler)
+        stats = pstats.Stats(profiler, stream=sys.stdout)
+        stats.sort_stats("tottime").print_stats(args.top)
+        stats.sort_stats("cumulative").print_stats(args.top)
+    session.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
