@@ -43,6 +43,8 @@ import functools
 #: counts its matches apart (``SearchSQL.rows_query``): below, planning the
 #: statement with its conditions twice costs more than the count in the
 #: same pass (measured: see ``benchmarks/README.rst``, "Sorted pages").
+#: A window walked from the edge of its matches with its plan kept
+#: (``SearchSQL.plan_forced``) is not planned: it counts apart at any size.
 COUNT_APART_ROWS = 5000
 
 
@@ -162,7 +164,10 @@ class SearchSQL:
     #: every visible row for a type without matches.
     plan_kept: bool = False
     #: A window walked from the edge (``from_the_edge``), without a
-    #: full-text condition, pending changes or a subquery of the table:
+    #: full-text condition, pending changes or a subquery of the table, in
+    #: a catalog of any size (it counts apart below ``COUNT_APART_ROWS``
+    #: too: not planned, the statement costs less than the one pass; at
+    #: 500 documents 0.50-0.91 of its time, ``benchmarks/README.rst``):
     #: PostgreSQL is made to keep one plan for its statement, blind to the
     #: values (``plan_cache_mode`` ``force_generic_plan`` for that statement
     #: alone, ``store.connection.send_search``).  Its best plan is the same
@@ -185,7 +190,8 @@ class SearchSQL:
     def from_the_edge(self) -> bool:
         """Whether the window's statement (``ids_query``) walks the first
         sort key's index from the edge of the matches (``_from_the_edge``):
-        a window of a large catalog sorted on a ``columns.SORTED`` column."""
+        a window sorted on a ``columns.SORTED`` column, counted apart (a
+        large catalog, or its plan kept: ``plan_forced``)."""
         return (
             self.edge is not None
             and self.limit is not None
@@ -650,8 +656,9 @@ def build_query(
         edge=edge if sort_keys and score is None else None,
         plan_kept=plan_kept,
     )
-    if plannable and search.from_the_edge:
-        search = replace(search, plan_forced=True)
+    apart = replace(search, sorted_count_apart=True)
+    if plannable and apart.from_the_edge:
+        search = replace(apart, plan_forced=True)
     return search
 
 

@@ -254,10 +254,20 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
     statement, params = first_page.ids_query()
     assert statement.as_string(None).endswith(" LIMIT %s")
     assert list(params)[-2:] == [10, 10]
-    # Not in a small catalog (counted in the same pass), nor for the first
-    # rows of a whole result.
+    assert first_page.plan_forced and first_page.sorted_count_apart
+    # In a small catalog too, its plan kept (``SearchSQL.plan_forced``):
+    # the same statement.
     small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
-    assert "count(*) OVER ()" in small.ids_query()[0].as_string(None)
+    assert small.plan_forced and small.sorted_count_apart
+    assert small.ids_query() == first_page.ids_query()
+    # But with pending changes (planned for them): counted in the same pass
+    # there; and never for the first rows of a whole result.
+    overlay = Overlay(rows=({"zoid": 1, "path": "/plone/a", "idx": {}},))
+    pending = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY)), overlay
+    )
+    assert not pending.plan_forced
+    assert "count(*) OVER ()" in pending.ids_query()[0].as_string(None)
     del query["b_size"], query["b_start"]
     whole = build_query(
         query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
@@ -273,9 +283,10 @@ def test_only_date_sort_keys_split_the_count():
     )
     assert plan.count_parts == ()
     assert plan.ids_query()[0].as_string(None).count("SELECT count(*)") == 1
-    # Nor where the window is counted in the same pass (a small catalog).
-    query["sort_on"] = "created"
+    # Nor where the window is counted in the same pass (a small catalog,
+    # sorted on an index that is not a date).
     small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
+    assert small.count_parts == () and not small.plan_forced
     assert "count(*) OVER ()" in small.ids_query()[0].as_string(None)
 
 
