@@ -4,7 +4,7 @@ Usage (after ``run.py --keep-databases``, which prints where the worker
 logs and instances are)::
 
     .venv/bin/python benchmarks/profile_writes.py --instance DIR/instance-pgcatalog \
-        [--scenario modification] [--iterations 100] [--top 30]
+        [--scenario modification] [--iterations 100] [--top 30] [--callers PATTERN]
 
 The writes of ``writes.py``, one commit each, on the documents of the kept
 site (its first ``--iterations`` by id, each written once a round):
@@ -53,6 +53,12 @@ def main(argv=None) -> int:
     parser.add_argument("--scenario", default="modification", choices=SCENARIOS)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument(
+        "--callers",
+        metavar="PATTERN",
+        help="also print who called the functions matching PATTERN (pstats'"
+        " print_callers: a regular expression, such as 'cursor.py.*execute')",
+    )
     args = parser.parse_args(argv)
     zope_conf = args.instance / "etc" / "zope.conf"
     if not zope_conf.exists():
@@ -114,6 +120,8 @@ def main(argv=None) -> int:
         stats = pstats.Stats(profiler, stream=sys.stdout)
         stats.sort_stats("tottime").print_stats(args.top)
         stats.sort_stats("cumulative").print_stats(args.top)
+        if args.callers:
+            stats.print_callers(args.callers)
     session.close()
     return 0
 

@@ -41,13 +41,15 @@ def _listing(catalog, folder: str) -> list[str]:
 
 
 def _prepared(catalog) -> dict[str, tuple[int, int]]:
-    """``{statement: (generic plans, custom plans)}`` prepared on the
-    catalog's connection of this transaction."""
+    """``{statement: (generic plans, custom plans)}`` of the reads prepared
+    on the catalog's connection of this transaction (the commits' writes
+    keep theirs too, ``store.processor._write_rows``)."""
     conn = connection._pg_connection(connection._storage_instance(catalog))
     with conn.cursor(row_factory=tuple_row) as cursor:
         rows = cursor.execute(
             "SELECT statement, generic_plans, custom_plans"
             " FROM pg_prepared_statements"
+            " WHERE statement LIKE 'SELECT %' OR statement LIKE 'WITH %'"
         ).fetchall()
     return {statement: (generic, custom) for statement, generic, custom in rows}
 
@@ -265,3 +267,31 @@ def test_a_failed_window_from_the_edge_leaves_the_mode_as_it_was(catalog):
     # The transaction reads on.
     assert len(catalog.searchResults(portal_type="Folder")) == 2
     transaction.abort()
+
+
+def test_a_commits_catalog_writes_keep_their_plans(catalog):
+    """The statements that write a commit's catalog rows keep one plan
+    (``store.processor._write_rows``): each row by its key, the same plan
+    for every value.  PostgreSQL planned them for their values at every
+    commit (its custom plan of an ``unnest`` always looked cheaper), 1.1 ms
+    of a modification.  Ten modifications: generic plans only."""
+    page = api.content.get(path="/a/a-0")
+    for number in range(10):
+        transaction.begin()
+        page.title = f"Edited {number}"
+        page.reindexObject()
+        transaction.commit()
+    transaction.begin()
+    assert catalog.searchResults(Title="Edited 9")[0].getId == "a-0"
+    conn = connection._pg_connection(connection._storage_instance(catalog))
+    with conn.cursor(row_factory=tuple_row) as cursor:
+        rows = cursor.execute(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE 'UPDATE pgcatalog_objects AS s SET path%'"
+            " OR statement LIKE 'INSERT INTO pgcatalog_objects%'"
+        ).fetchall()
+    transaction.abort()
+    # The row's update and its insert of new rows, each run by every commit.
+    assert len(rows) == 2, rows
+    for statement, generic, custom in rows:
+        assert custom == 0 and generic >= 10, (statement, generic, custom)

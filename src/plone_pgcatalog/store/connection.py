@@ -311,12 +311,12 @@ FORCED = "forced"
 # its order), the generic plan forced, and the mode set back after it.
 # Local to the transaction, and undone with the savepoint when the search
 # fails (the statement after it is then not run).
-_GENERIC_PLAN = (
+GENERIC_PLAN = (
     "SELECT set_config('pgcatalog.plan_cache_mode',"
     " current_setting('plan_cache_mode'), true),"
     " set_config('plan_cache_mode', 'force_generic_plan', true)"
 )
-_PLAN_AS_BEFORE = (
+PLAN_AS_BEFORE = (
     "SELECT set_config('plan_cache_mode',"
     " current_setting('pgcatalog.plan_cache_mode'), true)"
 )
@@ -338,9 +338,9 @@ def send_search(
     if keep_plan != FORCED:
         cursor.execute(statement, params, prepare=bool(keep_plan))
         return
-    conn.execute(_GENERIC_PLAN, prepare=True)
+    conn.execute(GENERIC_PLAN, prepare=True)
     cursor.execute(statement, params, prepare=True)
-    conn.execute(_PLAN_AS_BEFORE, prepare=True)
+    conn.execute(PLAN_AS_BEFORE, prepare=True)
 
 
 def search_first(

@@ -32,6 +32,8 @@ from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.store import schema
+from plone_pgcatalog.store.connection import GENERIC_PLAN
+from plone_pgcatalog.store.connection import PLAN_AS_BEFORE
 from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.relocation import relocate_statement
@@ -271,48 +273,11 @@ class CatalogStateProcessor:
         relocations = pending.relocations
         if relocations:
             cursor.execute(*relocate_statement(relocations, list(pending.rows)))
-        if pending.rows:
-            arrays = row_arrays(list(pending.rows.values()))
-            cursor.execute(_UPDATE_ROWS, arrays)
-            cursor.execute(_INSERT_ROWS, arrays)
-        if pending.patches:
-            arrays = patch_arrays(list(pending.patches.values()))
-            cursor.execute(_PATCH_ROWS, arrays)
-            cursor.execute(_INSERT_PATCHED, arrays)
-        if pending.rows or pending.patches:
-            texts, without = text_arrays(
-                [*pending.rows.values(), *pending.patches.values()]
-            )
-            if texts[0]:
-                cursor.execute(_WRITE_TEXTS, texts)
-            if without:
-                cursor.execute(_DELETE_TEXTS, (without,))
-        kept = [*pending.rows, *pending.patches]
-        if pending.removed_paths:
-            paths = sql.SQL("path = ANY(%s)")
-            cursor.execute(
-                _CLEAR_WHERE.format(paths), (sorted(pending.removed_paths), kept)
-            )
-        for root in sorted(pending.cleared_subtrees):
-            subtree, params = path_clause(root, -1)
-            cursor.execute(_CLEAR_WHERE.format(subtree), (*params, kept))
-        for root, (zoids, since) in sorted(pending.kept_subtrees.items()):
-            # Objects stored after ``since`` keep the rows their commits wrote.
-            subtree, params = path_clause(root, -1)
-            cursor.execute(
-                _CLEAR_WHERE.format(
-                    sql.SQL("{} AND {}").format(subtree, _STORED_SINCE)
-                ),
-                (*params, since, [*kept, *zoids.tolist()]),
-            )
-            # A rebuild's last commit: when the site was last rebuilt.
-            cursor.execute(schema.NOTE_REBUILD, (schema.rebuild_key(root),))
-        for parent, (ids, names) in sorted(pending.positions.items()):
-            for name in names:
-                cursor.execute(
-                    _SET_POSITIONS, ([name], list(ids), parent, parent, [name])
-                )
-        cursor.execute(schema.BUMP_COUNTER)
+        with cursor.connection.pipeline():
+            # The rest in one round trip; an error is raised as it ends.
+            _write_rows(cursor, pending)
+            _clear_rows(cursor, pending)
+            cursor.execute(schema.BUMP_COUNTER)
         logger.debug(
             "catalog: %d rows written, %d patched, %d paths removed, %d moves",
             len(pending.rows),
@@ -320,6 +285,62 @@ class CatalogStateProcessor:
             len(pending.removed_paths),
             len(pending.moves),
         )
+
+
+def _write_rows(cursor, pending) -> None:
+    """The rows written in full and the patches, and their texts, each
+    statement with one plan kept (prepared, its generic plan forced, as
+    ``connection.send_search`` runs a search's): its plan is the same for
+    every value (each row by its key).  Planned for their values, as
+    PostgreSQL did (its generic estimate of an ``unnest`` is ten rows, the
+    custom one the arrays' length: the custom plan always looked cheaper),
+    they cost 1.1 ms of planning a modification, of 2.5 ms of catalog SQL
+    (``benchmarks/README.rst``, "Where a modification's time goes")."""
+    if not (pending.rows or pending.patches):
+        return
+    conn = cursor.connection
+    conn.execute(GENERIC_PLAN, prepare=True)
+    if pending.rows:
+        arrays = row_arrays(list(pending.rows.values()))
+        cursor.execute(_UPDATE_ROWS, arrays, prepare=True)
+        cursor.execute(_INSERT_ROWS, arrays, prepare=True)
+    if pending.patches:
+        arrays = patch_arrays(list(pending.patches.values()))
+        cursor.execute(_PATCH_ROWS, arrays, prepare=True)
+        cursor.execute(_INSERT_PATCHED, arrays, prepare=True)
+    texts, without = text_arrays([*pending.rows.values(), *pending.patches.values()])
+    if texts[0]:
+        cursor.execute(_WRITE_TEXTS, texts, prepare=True)
+    if without:
+        cursor.execute(_DELETE_TEXTS, (without,), prepare=True)
+    conn.execute(PLAN_AS_BEFORE, prepare=True)
+
+
+def _clear_rows(cursor, pending) -> None:
+    """The rows of removed paths and cleared subtrees, and the positions of
+    reordered items (planned for their values: a path's range may hold a
+    few rows or the whole site)."""
+    kept = [*pending.rows, *pending.patches]
+    if pending.removed_paths:
+        paths = sql.SQL("path = ANY(%s)")
+        cursor.execute(
+            _CLEAR_WHERE.format(paths), (sorted(pending.removed_paths), kept)
+        )
+    for root in sorted(pending.cleared_subtrees):
+        subtree, params = path_clause(root, -1)
+        cursor.execute(_CLEAR_WHERE.format(subtree), (*params, kept))
+    for root, (zoids, since) in sorted(pending.kept_subtrees.items()):
+        # Objects stored after ``since`` keep the rows their commits wrote.
+        subtree, params = path_clause(root, -1)
+        cursor.execute(
+            _CLEAR_WHERE.format(sql.SQL("{} AND {}").format(subtree, _STORED_SINCE)),
+            (*params, since, [*kept, *zoids.tolist()]),
+        )
+        # A rebuild's last commit: when the site was last rebuilt.
+        cursor.execute(schema.NOTE_REBUILD, (schema.rebuild_key(root),))
+    for parent, (ids, names) in sorted(pending.positions.items()):
+        for name in names:
+            cursor.execute(_SET_POSITIONS, ([name], list(ids), parent, parent, [name]))
 
 
 def register(storage) -> CatalogStateProcessor | None:
