@@ -26,11 +26,8 @@ from pathlib import Path
 
 import argparse
 import cProfile
-import pstats
 import scenarios
-import statistics
 import sys
-import time
 import transaction
 import worker
 
@@ -90,24 +87,15 @@ def main(argv=None) -> int:
             with session.request(anonymous=anonymous) as (site, _conn):
                 catalog = site.portal_catalog
                 site_path = "/".join(site.getPhysicalPath())
-                if profiler is not None:
-                    profiler.enable()
-                started = time.perf_counter_ns()
-                action(catalog, site_path)
-                if args.through_end:
-                    transaction.abort()
-                times.append((time.perf_counter_ns() - started) / 1e6)
+                with worker.measured(profiler) as taken:
+                    action(catalog, site_path)
+                    if args.through_end:
+                        transaction.abort()
+                times += taken
                 in_use.clear()
-                if profiler is not None:
-                    profiler.disable()
         return times
 
-    timed()  # warm up: caches, prepared statements
-    times = timed()
-    print(
-        f"{args.scenario} ({args.mode}): median {statistics.median(times):.3f} ms, "
-        f"min {min(times):.3f} ms over {len(times)} iterations"
-    )
+    worker.warm_then_time(timed, f"{args.scenario} ({args.mode})", "iterations")
     if args.explain:
         for plan in scenarios.explain_all(session, args.explain, only=args.scenario):
             print(f"\n{plan['sql']}\n{plan['params']}\n{plan['explain']}\n")
@@ -115,9 +103,7 @@ def main(argv=None) -> int:
         return 0
     profiler = cProfile.Profile()
     timed(profiler)
-    stats = pstats.Stats(profiler, stream=sys.stdout)
-    stats.sort_stats("tottime").print_stats(args.top)
-    stats.sort_stats("cumulative").print_stats(args.top)
+    worker.print_profile(profiler, args.top)
     session.close()
     return 0
 

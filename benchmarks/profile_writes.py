@@ -24,10 +24,7 @@ from pathlib import Path
 
 import argparse
 import cProfile
-import pstats
-import statistics
 import sys
-import time
 import transaction
 import worker
 import writes
@@ -96,32 +93,19 @@ def main(argv=None) -> int:
         targets = paths if args.scenario != "sharing" else [None] * 4
         with session.request() as (site, _conn):
             for path in targets:
-                if profiler is not None:
-                    profiler.enable()
-                started = time.perf_counter_ns()
-                write(site, path, number)
-                transaction.commit()
-                times.append((time.perf_counter_ns() - started) / 1e6)
-                if profiler is not None:
-                    profiler.disable()
+                with worker.measured(profiler) as taken:
+                    write(site, path, number)
+                    transaction.commit()
+                times += taken
                 if args.scenario == "sharing":
                     number = next(rounds)
         return times
 
-    timed()  # warm up: caches, prepared statements
-    times = timed()
-    print(
-        f"{args.scenario}: median {statistics.median(times):.3f} ms, "
-        f"min {min(times):.3f} ms over {len(times)} writes"
-    )
+    worker.warm_then_time(timed, args.scenario, "writes")
     if args.top:
         profiler = cProfile.Profile()
         timed(profiler)
-        stats = pstats.Stats(profiler, stream=sys.stdout)
-        stats.sort_stats("tottime").print_stats(args.top)
-        stats.sort_stats("cumulative").print_stats(args.top)
-        if args.callers:
-            stats.print_callers(args.callers)
+        worker.print_profile(profiler, args.top, args.callers)
     session.close()
     return 0
 

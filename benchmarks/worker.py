@@ -54,6 +54,50 @@ def rss_kb(field: str = "VmRSS") -> int | None:
     return None
 
 
+@contextmanager
+def measured(profiler=None):
+    """Time the block (``perf_counter_ns``), under ``profiler`` when one is
+    given (enabled for the block only); yields a list that holds the ms
+    taken once the block ends (``profile_query.py``, ``profile_writes.py``)."""
+    taken: list[float] = []
+    if profiler is not None:
+        profiler.enable()
+    started = time.perf_counter_ns()
+    try:
+        yield taken
+    finally:
+        taken.append((time.perf_counter_ns() - started) / 1e6)
+        if profiler is not None:
+            profiler.disable()
+
+
+def warm_then_time(timed, label: str, unit: str) -> None:
+    """Run ``timed()`` (a list of ms) once to warm the caches and prepared
+    statements, then again, and print the second run's median and minimum
+    as ``label`` over its number of ``unit``."""
+    import statistics
+
+    timed()
+    times = timed()
+    print(
+        f"{label}: median {statistics.median(times):.3f} ms, "
+        f"min {min(times):.3f} ms over {len(times)} {unit}"
+    )
+
+
+def print_profile(profiler, top: int, callers: str | None = None) -> None:
+    """cProfile's statistics of ``profiler``: the ``top`` functions by own
+    time and by cumulative time, and who called those matching ``callers``
+    (a regular expression) if given."""
+    import pstats
+
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.sort_stats("tottime").print_stats(top)
+    stats.sort_stats("cumulative").print_stats(top)
+    if callers:
+        stats.print_callers(callers)
+
+
 class Session:
     """A started Zope and "requests" on it: a connection from the pool, a
     request, the site as the current site, and a user."""

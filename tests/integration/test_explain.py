@@ -824,6 +824,17 @@ def _plans_made(dsn: str, statement, params, runs: int = 7) -> tuple[int, int]:
     return plans
 
 
+def _recorded_plans(explained, kept: str) -> list[tuple]:
+    """``(name, user, plan)`` of each recorded search whose ``kept``
+    (``plan_kept`` or ``plan_forced``) is true."""
+    return [
+        (name, user, plan)
+        for (name, user), recorded in explained.recorded.items()
+        for plan in recorded.plans
+        if getattr(plan, kept)
+    ]
+
+
 def _indexes_read(node: dict) -> set[str]:
     found = set()
     if node.get("Relation Name", "pgcatalog_objects") == "pgcatalog_objects":
@@ -849,12 +860,7 @@ def test_a_lookup_by_a_key_keeps_a_plan_that_reads_its_rows(explained, folders):
     from plone_pgcatalog.store.columns import sql_index_name
 
     keys = {"pgcatalog_parent_path", "pgcatalog_path", sql_index_name("UID")}
-    kept = [
-        (name, user, plan)
-        for (name, user), recorded in explained.recorded.items()
-        for plan in recorded.plans
-        if plan.plan_kept
-    ]
+    kept = _recorded_plans(explained, "plan_kept")
     assert len({name for name, _, _ in kept}) >= 3, kept
     statements = [
         (f"{name}@{user}", statement)
@@ -889,12 +895,7 @@ def test_postgresql_keeps_the_plans_kept(explained):
     prepared for nothing."""
     from plone_pgcatalog.store import search
 
-    kept = [
-        (name, user, plan)
-        for (name, user), recorded in explained.recorded.items()
-        for plan in recorded.plans
-        if plan.plan_kept
-    ]
+    kept = _recorded_plans(explained, "plan_kept")
     assert kept
     for name, user, plan in kept:
         statement, params = search.search_statement(plan)
@@ -914,12 +915,7 @@ def test_a_window_from_the_edge_keeps_a_plan_that_reads_by_indexes(explained, fo
     were in 40 folders.  (``test_query_reads_the_catalog_through_an_index``
     explains these searches with this plan too, and measures the rows their
     walks read.)"""
-    forced = [
-        (name, user, plan)
-        for (name, user), recorded in explained.recorded.items()
-        for plan in recorded.plans
-        if plan.plan_forced
-    ]
+    forced = _recorded_plans(explained, "plan_forced")
     # A collection, listings sorted on each date.
     assert len({name for name, _, _ in forced}) >= 4, forced
     # Those that match every row count them all (``FULL_SCAN_SHAPES``).

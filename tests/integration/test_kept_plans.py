@@ -40,16 +40,21 @@ def _listing(catalog, folder: str) -> list[str]:
     return [brain.getId for brain in found]
 
 
-def _prepared(catalog) -> dict[str, tuple[int, int]]:
-    """``{statement: (generic plans, custom plans)}`` of the reads prepared
-    on the catalog's connection of this transaction (the commits' writes
-    keep theirs too, ``store.processor._write_rows``)."""
+#: The beginnings of the reads' statements (``_prepared``).
+READS = ("SELECT ", "WITH ")
+
+
+def _prepared(catalog, beginnings=READS) -> dict[str, tuple[int, int]]:
+    """``{statement: (generic plans, custom plans)}`` of the statements
+    prepared on the catalog's connection of this transaction that begin
+    with one of ``beginnings``: by default the reads (the commits' writes
+    keep their plans too, ``store.processor._write_rows``)."""
     conn = connection._pg_connection(connection._storage_instance(catalog))
     with conn.cursor(row_factory=tuple_row) as cursor:
         rows = cursor.execute(
             "SELECT statement, generic_plans, custom_plans"
-            " FROM pg_prepared_statements"
-            " WHERE statement LIKE 'SELECT %' OR statement LIKE 'WITH %'"
+            " FROM pg_prepared_statements WHERE statement ^@ ANY(%s::text[])",
+            (list(beginnings),),
         ).fetchall()
     return {statement: (generic, custom) for statement, generic, custom in rows}
 
@@ -283,15 +288,12 @@ def test_a_commits_catalog_writes_keep_their_plans(catalog):
         transaction.commit()
     transaction.begin()
     assert catalog.searchResults(Title="Edited 9")[0].getId == "a-0"
-    conn = connection._pg_connection(connection._storage_instance(catalog))
-    with conn.cursor(row_factory=tuple_row) as cursor:
-        rows = cursor.execute(
-            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements"
-            " WHERE statement LIKE 'UPDATE pgcatalog_objects AS s SET path%'"
-            " OR statement LIKE 'INSERT INTO pgcatalog_objects%'"
-        ).fetchall()
+    written = _prepared(
+        catalog,
+        ("UPDATE pgcatalog_objects AS s SET path", "INSERT INTO pgcatalog_objects"),
+    )
     transaction.abort()
     # The row's update and its insert of new rows, each run by every commit.
-    assert len(rows) == 2, rows
-    for statement, generic, custom in rows:
+    assert len(written) == 2, written
+    for statement, (generic, custom) in written.items():
         assert custom == 0 and generic >= 10, (statement, generic, custom)
