@@ -10,6 +10,7 @@ Must not open connections or build query clauses.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -79,11 +80,9 @@ def _execute(
         # (``keep_plan``): a prepared statement's generic plan, blind to
         # them, read every row of the site to find the 70 of a word (14 ms
         # instead of 2).
-        if keep_plan == FORCED:
-            with conn.pipeline():
-                send_search(conn, cursor, statement, params, keep_plan)
-        else:
-            cursor.execute(statement, params, prepare=keep_plan)
+        # A forced plan's setting goes with the statement, in its round trip.
+        with conn.pipeline() if keep_plan == FORCED else nullcontext():
+            send_search(conn, cursor, statement, params, keep_plan)
         return cursor.fetchall()
 
 
