@@ -680,7 +680,7 @@ _CONFLICT = re.compile(
 
 
 #: Lines kept of each traceback ``escaped_errors`` finds.
-ESCAPED_LINES = 12
+ESCAPED_LINES = 80
 
 
 def escaped_errors(log: str) -> list[str]:

@@ -12,13 +12,19 @@ committed nothing: the record says nothing then, nor for a transaction
 without changes.  Each try of a request (Zope runs one again after a write
 conflict) starts a record of its own.
 
+It also notes the error a try failed with when that is a database error
+(``FAILURE``): Zope's error handling can fail in turn, and what then
+leaves Zope is another error (see ``wsgi``).
+
 Must not import the catalog's modules: this is about the publisher.
 """
 
 from __future__ import annotations
 
+from plone_pgcatalog.wsgi import FAILURE
 from plone_pgcatalog.wsgi import OUTCOME
 from plone_pgcatalog.wsgi import SAVED
+from plone_pgcatalog.wsgi import UNAVAILABLE
 from plone_pgcatalog.wsgi import UNKNOWN
 from transaction.interfaces import IDataManagerSavepoint
 from transaction.interfaces import ISavepointDataManager
@@ -99,6 +105,17 @@ def started(event) -> None:
     record = _record(event)
     if record is not None:
         record.clear()
+
+
+def failing(event) -> None:
+    """``IPubBeforeAbort``: the try failed with ``event.exc_info``, which
+    Zope's error handling has just rendered, or could not.  Notified
+    before the abort, which may fail too.  The record keeps a database
+    error (``FAILURE``), any other clears it: the last try's counts."""
+    record = _record(event)
+    if record is not None:
+        error = event.exc_info[1]
+        record[FAILURE] = error if isinstance(error, UNAVAILABLE) else None
 
 
 def committing(event) -> None:

@@ -12,6 +12,16 @@ naming the error's type but never its text (host names, ports, SQL), and
 logs the whole error once.  An error after the application has begun its
 answer, or of any other kind, passes unchanged.
 
+The same error can also fail Zope's error handling, and another error
+leaves Zope instead.  When PostgreSQL's connections are terminated, the
+read snapshot that begins the request's transaction can fail
+(``ZPublisher.WSGIPublisher.transaction_pubevents``, before the request is
+published); Zope renders its error page for it, decides the error is
+handled and returns without publishing: ``RuntimeError: generator didn't
+yield`` leaves Zope.  ``plone_pgcatalog.publication`` notes the database
+error each try fails with (``FAILURE``), and the filter answers for that
+error whatever then escapes.
+
 A 503 says that nothing was done, so that sending the request again is
 safe.  Such an error can also escape after the request's transaction
 wrote: ZODB begins the next read snapshot right after the ``COMMIT``
@@ -53,6 +63,11 @@ UNAVAILABLE = (PoolTimeout, psycopg.OperationalError)
 #: dict this filter puts there, which ``plone_pgcatalog.publication`` fills
 #: (Zope's request copies the environ, not its values).
 OUTCOME = "plone_pgcatalog.outcome"
+
+#: ``OUTCOME[FAILURE]``: the database error (of ``UNAVAILABLE``) the
+#: request's last try failed with, which Zope's error handling rendered or
+#: not; None when that try failed with another error.
+FAILURE = "failure"
 
 #: ``OUTCOME["commit"]``: the transaction had changes and committed them.
 SAVED = "saved"
@@ -103,12 +118,22 @@ class DatabaseUnavailable:
         outcome = environ[OUTCOME] = {}
         try:
             return self.app(environ, tracked)
-        except UNAVAILABLE as error:
-            if started:
+        except Exception as escaped:
+            error = _database_error(escaped, outcome)
+            if error is None or started:
                 raise
             kind = type(error).__name__
             method = environ.get("REQUEST_METHOD", "GET")
             path = environ.get("PATH_INFO", "/")
+            if error is not escaped:
+                logger.warning(
+                    "%s %s failed with %s, then Zope's error handling with %s: %s",
+                    method,
+                    path,
+                    kind,
+                    type(escaped).__name__,
+                    escaped,
+                )
             commit = outcome.get("commit")
             if commit in _AFTER_COMMIT:
                 logger.error(
@@ -142,6 +167,15 @@ class DatabaseUnavailable:
                 {"type": kind, "message": _MESSAGE.format(kind=kind)},
                 [("Retry-After", str(self.retry_after))],
             )
+
+
+def _database_error(escaped: Exception, outcome: dict) -> Exception | None:
+    """The database error to answer for ``escaped``, the error that left
+    the application: itself, or the one the request failed with before
+    Zope's error handling failed (``FAILURE``); None for other errors."""
+    if isinstance(escaped, UNAVAILABLE):
+        return escaped
+    return outcome.get(FAILURE)
 
 
 def _answer(

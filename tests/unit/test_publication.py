@@ -145,3 +145,29 @@ def test_the_watch_is_a_savepoint_data_manager(request_record):
     transaction.get().join(Storage())
     transaction.commit()
     assert record == {"commit": SAVED}
+
+
+def _failing_try(event, error) -> None:
+    publication.failing(
+        SimpleNamespace(request=event.request, exc_info=(type(error), error, None))
+    )
+
+
+def test_a_try_that_failed_with_a_database_error_is_noted(request_record):
+    record, event = request_record
+    error = psycopg.OperationalError("the connection is closed")
+    _failing_try(event, error)
+    assert record == {"failure": error}
+    # A later try that failed with another error (after a conflict, Zope
+    # tries again) clears it, and a new try's start too.
+    _failing_try(event, ConflictError())
+    assert record == {"failure": None}
+    _failing_try(event, error)
+    publication.started(event)
+    assert record == {}
+
+
+def test_a_failure_of_a_request_the_filter_does_not_wrap_is_not_noted():
+    event = SimpleNamespace(request=SimpleNamespace(environ={}))
+    _failing_try(event, psycopg.OperationalError("closed"))
+    assert event.request.environ == {}

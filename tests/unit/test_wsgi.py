@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from plone_pgcatalog.wsgi import DatabaseUnavailable
+from plone_pgcatalog.wsgi import FAILURE
 from plone_pgcatalog.wsgi import filter_app_factory
 from plone_pgcatalog.wsgi import OUTCOME
 from plone_pgcatalog.wsgi import SAVED
@@ -165,3 +166,49 @@ def test_each_request_gets_a_record_of_its_own():
     app = DatabaseUnavailable(_failing(PoolTimeout("no")))
     status, _, _ = _call(app, **environ)
     assert status == "503 Service Unavailable"
+
+
+def _handled_then(failure, escaped, commit=None):
+    """An application whose publisher noted ``failure`` (the database
+    error a try failed with: ``plone_pgcatalog.publication``), then let
+    ``escaped`` out, as Zope does when its error handling fails."""
+
+    def app(environ, start_response):
+        environ[OUTCOME][FAILURE] = failure
+        if commit:
+            environ[OUTCOME]["commit"] = commit
+        raise escaped
+
+    return app
+
+
+def test_a_database_error_that_failed_zopes_error_handling_is_a_503(caplog):
+    failure = psycopg.errors.AdminShutdown("terminating connection")
+    escaped = RuntimeError("generator didn't yield")
+    app = DatabaseUnavailable(_handled_then(failure, escaped))
+    with caplog.at_level(logging.WARNING, "plone_pgcatalog.wsgi"):
+        status, headers, body = _call(app, HTTP_ACCEPT="application/json")
+    assert status == "503 Service Unavailable"
+    assert headers["Retry-After"] == "5"
+    assert json.loads(body)["type"] == "AdminShutdown"
+    first, answered = [record.getMessage() for record in caplog.records]
+    assert first == (
+        "GET /plone failed with AdminShutdown, then Zope's error handling with"
+        " RuntimeError: generator didn't yield"
+    )
+    assert answered.startswith("503 for GET /plone: no database connection")
+
+
+def test_a_database_error_after_a_commit_that_failed_zopes_error_handling():
+    app = DatabaseUnavailable(
+        _handled_then(PoolTimeout("no"), RuntimeError("no yield"), commit=SAVED)
+    )
+    status, _, body = _call(app)
+    assert status == "500 Internal Server Error"
+    assert b"were saved" in body
+
+
+def test_other_errors_pass_unchanged_after_a_try_without_a_database_error():
+    app = DatabaseUnavailable(_handled_then(None, RuntimeError("no yield")))
+    with pytest.raises(RuntimeError, match="no yield"):
+        _call(app)
