@@ -1,0 +1,134 @@
+"""What a catalog-only change of many rows costs PostgreSQL, and where:
+on a database a benchmark kept (issue 15: the sharing change's target).
+
+A command, never part of the test suite::
+
+    .venv/bin/python benchmarks/write_cost_probe.py --dsn DSN
+        [--rows 1000] [--rounds 9]
+
+The change is a sharing change's: one more term in ``allowedRolesAndUsers``
+of ``--rows`` cataloged rows (the first by path below the parent of the
+folder with most children: the benchmark's big folder, whose sharing
+change ``run.py`` times).  Each variant runs in a transaction rolled back at
+its end (nothing is kept, DDL included), alternating, and the median of
+``--rounds`` is printed in ms, with the share of a row:
+
+- ``as built``: the statement the commit runs for such a patch (``idx``
+  merged, ``store.processor._PATCH_ROWS``), the trigger deriving every
+  typed column from ``idx``;
+- ``without the trigger``: the same ``idx`` merge, the typed columns left;
+- ``without SQL indexes``: every index of the table dropped but its key;
+- ``typed columns set, idx untouched``: the two typed columns of the index
+  (its list and the list's number) set directly, ``idx`` not written, no
+  trigger: what the write would cost where a value lives in its typed
+  column only (``../shared/DESIGN.md``: "JSONB only for what has no typed
+  column"), the indexes as built.
+
+Compare rows within one run: the absolute times move with the machine.
+"""
+
+from __future__ import annotations
+
+from psycopg import sql
+
+import argparse
+import psycopg
+import statistics
+import sys
+import time
+
+TABLE = "pgcatalog_objects"
+TRIGGER = "pgcatalog_typed_columns"
+INDEX = "allowedRolesAndUsers"
+
+_MERGE_IDX = sql.SQL(
+    "UPDATE {table} SET idx = idx || jsonb_build_object({key},"
+    " (idx -> {key}) || to_jsonb(%s::text)) WHERE zoid = ANY(%s::bigint[])"
+).format(table=sql.Identifier(TABLE), key=sql.Literal(INDEX))
+
+_SET_TYPED = sql.SQL(
+    "UPDATE {table} SET {column} = array_append({column}, %s::text),"
+    " {number} = -1 WHERE zoid = ANY(%s::bigint[])"
+).format(
+    table=sql.Identifier(TABLE),
+    column=sql.Identifier(INDEX),
+    number=sql.Identifier(INDEX + ":set"),
+)
+
+
+def _rows(conn: psycopg.Connection, count: int) -> list[int]:
+    """The zoids of ``count`` rows below the parent of the folder with
+    most children."""
+    (parent,) = conn.execute(
+        "SELECT parent_path FROM pgcatalog_objects GROUP BY parent_path"
+        " ORDER BY count(*) DESC LIMIT 1"
+    ).fetchone()
+    above = parent.rsplit("/", 1)[0]
+    found = conn.execute(
+        "SELECT zoid FROM pgcatalog_objects WHERE path LIKE %s ORDER BY path LIMIT %s",
+        (above + "/%", count),
+    ).fetchall()
+    return [zoid for (zoid,) in found]
+
+
+def _secondary_indexes(conn: psycopg.Connection) -> list[str]:
+    found = conn.execute(
+        "SELECT c.relname FROM pg_index AS i JOIN pg_class AS c"
+        " ON c.oid = i.indexrelid WHERE i.indrelid = %s::regclass"
+        " AND NOT i.indisprimary",
+        (TABLE,),
+    ).fetchall()
+    return [name for (name,) in found]
+
+
+def _variants(conn: psycopg.Connection) -> list[tuple[str, list, sql.Composed]]:
+    """``(label, DDL run first, the change)`` of each variant."""
+    no_trigger = sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(
+        sql.Identifier(TABLE), sql.Identifier(TRIGGER)
+    )
+    drops = [
+        sql.SQL("DROP INDEX {}").format(sql.Identifier(name))
+        for name in _secondary_indexes(conn)
+    ]
+    return [
+        ("as built", [], _MERGE_IDX),
+        ("without the trigger", [no_trigger], _MERGE_IDX),
+        ("without SQL indexes", drops, _MERGE_IDX),
+        ("typed columns set, idx untouched", [no_trigger], _SET_TYPED),
+    ]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="benchmarks/write_cost_probe.py")
+    parser.add_argument("--dsn", required=True, help="a database a benchmark kept")
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=9)
+    args = parser.parse_args(argv)
+    with psycopg.connect(args.dsn) as conn:
+        zoids = _rows(conn, args.rows)
+        if not zoids:
+            parser.error("the database has no cataloged rows below a folder")
+        variants = _variants(conn)
+        conn.rollback()
+        times: dict[str, list[float]] = {label: [] for label, _, _ in variants}
+        for round_ in range(args.rounds):
+            for label, ddl, change in variants:
+                with conn.transaction(force_rollback=True), conn.cursor() as cur:
+                    for statement in ddl:
+                        cur.execute(statement)
+                    started = time.perf_counter()
+                    cur.execute(change, (f"user:probe-{round_}", zoids))
+                    times[label].append((time.perf_counter() - started) * 1000)
+    print(
+        f"{len(zoids)} rows, one more term in {INDEX}; medians of"
+        f" {args.rounds} rounds (ms)"
+    )
+    print(f"{'variant':36s} {'all rows':>9s} {'a row':>8s}")
+    for label, measured in times.items():
+        median = statistics.median(measured)
+        print(f"{label:36s} {median:9.2f} {median / len(zoids):8.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
