@@ -353,7 +353,29 @@ def _numbered(conn, indexes) -> None:
     )
 
 
+def to_13(setup_tool) -> None:
+    """12 → 13 (database schema 11 → 12): the trigger that derives the
+    typed columns from ``idx`` derives, for an ``UPDATE`` that names the
+    keys it changes (``columns.PATCHED_KEYS``: a partial reindex, a
+    sharing change), only their columns (1,000 rows given one more role:
+    the statement's time about halved).
+
+    After this step's commit, in its own connection: the trigger is made
+    again (an instant under the table's lock, which stops writers, not
+    readers).  Until then, writes work as before.
+    """
+    _after_commit(setup_tool, "keyed trigger", _keyed_trigger, _run_again(12))
+
+
+def _keyed_trigger(conn, indexes) -> None:
+    if _still_schema_4(conn, 12):
+        return
+    columns.rebuild_trigger(conn)
+    _schema_version(conn, 12)
+    logger.info("plone_pgcatalog 12: the trigger derives the changed columns only")
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
-#: schema 8, 10 schema 9, 11 schema 10, 12 schema 11.
-PROFILE_VERSION = 12
+#: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12.
+PROFILE_VERSION = 13

@@ -19,6 +19,7 @@ from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog import health
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import schema
 from tests.integration.test_covering import _count_columns
 from tests.integration.test_covering import _covering
 from tests.integration.test_covering import FULL
@@ -306,7 +307,7 @@ def test_11_to_12_numbers_the_lists_of_a_schema_10_site(pg_layer, searches):
     with psycopg.connect(dsn) as conn:
         assert conn.execute(
             "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (11,)
+        ).fetchone() == (schema.SCHEMA_VERSION,)
     transaction.begin()
     assert _found(portal_type="Document") == before
     assert NUMBERS_TEST in searches[-1].statement

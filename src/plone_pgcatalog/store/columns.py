@@ -15,7 +15,9 @@ index views of ``indexes.py``), and the column can never disagree with it:
 
 - a ``BEFORE INSERT OR UPDATE OF idx`` trigger sets every column from the
   row's new ``idx`` (``trigger_ddl``, regenerated from the registry table
-  whenever a column comes or goes);
+  whenever a column comes or goes); an ``UPDATE`` that names the keys of
+  ``idx`` it changes (``PATCHED_KEYS``: a partial reindex, a sharing
+  change) sets only the columns of those keys;
 - rows written before the column existed get it by a fill in batches of
   ``FILL_BATCH`` rows, each its own short transaction, while the site
   runs (``add_column``); writers wait for one batch at most;
@@ -373,31 +375,64 @@ def registered(cur: psycopg.Cursor) -> dict[str, tuple[str, bool]]:
     return {name: (kind, ready) for name, kind, ready in cur.fetchall()}
 
 
+#: A setting of the writing transaction: the keys of ``idx`` (a JSON list
+#: of index names) that the ``UPDATE`` about to run changes, in any of its
+#: rows; the trigger then derives only their columns (``trigger_ddl``).
+#: Set just before that statement and emptied just after it
+#: (``store.processor``).  Each other key keeps its value in ``idx``, and
+#: so its column the value derived from it.  A sharing change of 1,000
+#: rows: the trigger deriving all 26 columns of a Plone site took half of
+#: the statement's time (``benchmarks/write_cost_probe.py``).
+PATCHED_KEYS = "pgcatalog.patched_keys"
+
+
+def _derive_into(names: list[str], columns: dict[str, str]) -> sql.Composed:
+    """``SELECT ... INTO NEW."name", ...;``: the columns ``names`` derived
+    from the row's new ``idx``."""
+    return sql.SQL("SELECT {} INTO {};").format(
+        sql.SQL(", ").join(
+            derive(
+                columns[name],
+                sql.SQL("(NEW.idx -> {})").format(sql.Literal(source_key(name))),
+            )
+            for name in names
+        ),
+        sql.SQL(", ").join(sql.SQL("NEW.") + sql.Identifier(name) for name in names),
+    )
+
+
 def trigger_ddl(columns: dict[str, str]) -> sql.Composed:
-    """The trigger that derives every typed column of ``columns`` from a
-    written row's ``idx``: one ``SELECT ... INTO`` for all of them."""
+    """The trigger that derives the typed columns of ``columns`` from a
+    written row's ``idx``: every one (one ``SELECT ... INTO`` for all of
+    them), or, for an ``UPDATE`` that names the keys it changes
+    (``PATCHED_KEYS``), the columns of those keys."""
     if columns:
-        names = sorted(columns)
-        body = sql.SQL("SELECT {} INTO {};").format(
-            sql.SQL(", ").join(
-                derive(
-                    columns[name],
-                    sql.SQL("(NEW.idx -> {})").format(sql.Literal(source_key(name))),
-                )
-                for name in names
-            ),
-            sql.SQL(", ").join(
-                sql.SQL("NEW.") + sql.Identifier(name) for name in names
-            ),
+        by_key: dict[str, list[str]] = {}
+        for name in sorted(columns):
+            by_key.setdefault(source_key(name), []).append(name)
+        patched = sql.SQL(" ").join(
+            sql.SQL("IF patched ? {} THEN {} END IF;").format(
+                sql.Literal(key), _derive_into(names, columns)
+            )
+            for key, names in sorted(by_key.items())
+        )
+        body = sql.SQL(
+            "DECLARE patched jsonb := NULLIF(current_setting({setting}, true),"
+            " '')::jsonb; BEGIN IF TG_OP = 'INSERT' OR patched IS NULL THEN {all}"
+            " ELSE {patched} END IF;"
+        ).format(
+            setting=sql.Literal(PATCHED_KEYS),
+            all=_derive_into(sorted(columns), columns),
+            patched=patched,
         )
     else:
-        body = sql.SQL("")
+        body = sql.SQL("BEGIN")
     function = sql.SQL(
         "CREATE OR REPLACE FUNCTION {trigger}() RETURNS trigger"
         " LANGUAGE plpgsql AS {source}"
     ).format(
         trigger=sql.Identifier(TRIGGER),
-        source=sql.Literal("BEGIN " + body.as_string(None) + " RETURN NEW; END"),
+        source=sql.Literal(body.as_string(None) + " RETURN NEW; END"),
     )
     trigger = sql.SQL(
         "CREATE OR REPLACE TRIGGER {trigger} BEFORE INSERT OR UPDATE OF idx"
@@ -426,6 +461,17 @@ def _set_exclusive_lock_timeout(cur: psycopg.Cursor) -> None:
 def _rebuild_trigger(cur: psycopg.Cursor) -> None:
     columns = {name: kind for name, (kind, _ready) in registered(cur).items()}
     cur.execute(trigger_ddl(columns))
+
+
+def rebuild_trigger(conn: psycopg.Connection) -> None:
+    """Make the trigger again from the registry, as a column's change
+    does (the upgrade to schema 12, which changed its form): under the
+    lock of column changes; replacing the trigger stops writers, not
+    readers, for an instant.  ``conn`` is in autocommit mode."""
+    with conn.transaction(), conn.cursor() as cur:
+        _set_exclusive_lock_timeout(cur)
+        cur.execute("SELECT pg_advisory_xact_lock(0)")
+        _rebuild_trigger(cur)
 
 
 # -- a column added and dropped online ---------------------------------------------

@@ -31,6 +31,7 @@ from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store.connection import GENERIC_PLAN
 from plone_pgcatalog.store.connection import PLAN_AS_BEFORE
@@ -44,6 +45,7 @@ from ZODB.POSException import ConflictError
 from ZODB.utils import p64
 from zodb_pgjsonb.storage import ExtraColumn
 
+import json
 import logging
 
 logger = logging.getLogger(__name__)
@@ -198,6 +200,23 @@ def patch_arrays(patches: list[CatalogPatch]) -> tuple[list, ...]:
     )
 
 
+# ``columns.PATCHED_KEYS`` for the transaction: the keys of ``idx`` the
+# statement that follows changes (a JSON list), or none ('').
+_PATCHED_KEYS = sql.SQL("SELECT set_config({}, %s, true)").format(
+    sql.Literal(columns.PATCHED_KEYS)
+)
+
+
+def patched_keys(patches: list[CatalogPatch]) -> list[str]:
+    """The keys of ``idx`` that ``_PATCH_ROWS`` changes in some row of
+    ``patches``: the indexes they give values of and those they remove."""
+    keys = set()
+    for patch in patches:
+        keys.update(patch.values)
+        keys.update(patch.removed)
+    return sorted(keys)
+
+
 def row_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
     """Bound parameters of ``_UPDATE_ROWS``: one array per column."""
     return (
@@ -305,8 +324,12 @@ def _write_rows(cursor, pending) -> None:
         cursor.execute(_UPDATE_ROWS, arrays, prepare=True)
         cursor.execute(_INSERT_ROWS, arrays, prepare=True)
     if pending.patches:
-        arrays = patch_arrays(list(pending.patches.values()))
+        patches = list(pending.patches.values())
+        arrays = patch_arrays(patches)
+        # The trigger derives the typed columns of these keys only.
+        cursor.execute(_PATCHED_KEYS, (json.dumps(patched_keys(patches)),))
         cursor.execute(_PATCH_ROWS, arrays, prepare=True)
+        cursor.execute(_PATCHED_KEYS, ("",))
         cursor.execute(_INSERT_PATCHED, arrays, prepare=True)
     texts, without = text_arrays([*pending.rows.values(), *pending.patches.values()])
     if texts[0]:

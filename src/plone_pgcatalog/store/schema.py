@@ -90,7 +90,9 @@ import psycopg
 #: 11: the lists of ``allowedRolesAndUsers`` are numbered
 #: (``columns.NUMBERED``), and the covering indexes hold the number of a
 #: row's list instead of the list.
-SCHEMA_VERSION = 11
+#: 12: the trigger derives only the columns of the keys an ``UPDATE``
+#: names as changed (``columns.PATCHED_KEYS``).
+SCHEMA_VERSION = 12
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
