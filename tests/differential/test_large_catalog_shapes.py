@@ -114,9 +114,10 @@ def test_sorted_windows_were_counted_apart(shapes):
     _small, _large, counted_apart, forced = shapes
     # queries.py has dozens of sorted windows, run as three users.
     assert counted_apart >= 30, counted_apart
-    # Those sorted on a date, walked from the edge of their matches, ran
-    # with the plan PostgreSQL was made to keep (``SearchSQL.plan_forced``).
-    assert forced >= 10, forced
+    # Those sorted on a date without a condition of their own, walked from
+    # the edge of their matches, ran with the plan PostgreSQL was made to
+    # keep (``SearchSQL.plan_forced``): two shapes, as three users.
+    assert forced >= 6, forced
 
 
 @pytest.mark.parametrize("user", USERS)

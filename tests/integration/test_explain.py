@@ -905,28 +905,41 @@ def test_postgresql_keeps_the_plans_kept(explained):
         assert generic + custom == 7 and generic >= 1, f"{name}@{user}: {statement!r}"
 
 
-@pytest.mark.parametrize("folders", [None, 40], ids=["as-built", "40-folders"])
-def test_a_window_from_the_edge_keeps_a_plan_that_reads_by_indexes(explained, folders):
-    """The plan PostgreSQL is made to keep for a window of a large catalog
-    walked from the edge of its matches (``SearchSQL.plan_forced``), made
-    blind to the values and the user: the count and the window read the
-    matches through indexes, whatever the values (a walk of the sort key's
-    index is bounded by the count's edge), also as if the catalog's rows
-    were in 40 folders.  (``test_query_reads_the_catalog_through_an_index``
-    explains these searches with this plan too, and measures the rows their
-    walks read.)"""
+#: Query keys that carry no condition of a window's own: its order and its
+#: size (``SearchSQL.plan_forced``).
+_WINDOW_KEYS = {"sort_on", "sort_order", "sort_limit", "b_start", "b_size"}
+
+
+def test_a_window_from_the_edge_keeps_a_plan_only_without_a_condition_of_its_own(
+    explained,
+):
+    """In a large catalog the plan PostgreSQL is made to keep, blind to the
+    values (``SearchSQL.plan_forced``), is kept for windows of every row
+    the user may see (listings sorted on each date), and only for them: a
+    window with a condition of its own (a type, a keyword, a section) is
+    planned for its values, walked from the edge all the same.  Blind to
+    the values, the plan walked the date's index for the window's rows
+    through every newer row where the condition's rows were few and old
+    (1,000,000 rows, 510 items: 286-350 ms instead of 1.5-2.8;
+    ``benchmarks/README.rst``, "A plan blind to the values, and a
+    section's latest items")."""
+    queries = {case.name: case.query for case in QUERIES}
     forced = _recorded_plans(explained, "plan_forced")
-    # A collection, listings sorted on each date.
-    assert len({name for name, _, _ in forced}) >= 4, forced
-    # Those that match every row count them all (``FULL_SCAN_SHAPES``).
-    forced = [found for found in forced if found[0] not in FULL_SCAN_SHAPES]
-    assert len({name for name, _, _ in forced}) >= 2, forced
-    generics = _kept_plans(
-        explained.dsn, [plan.ids_query() for _, _, plan in forced], folders
-    )
-    for (name, user, _), generic in zip(forced, generics, strict=True):
-        outline = f"{name}@{user}\n" + "\n".join(_outline(generic))
-        assert not catalog_scans(generic, explained.partial), outline
+    assert {name for name, _, _ in forced} >= {
+        "created-sorted-limited",
+        "modified-sorted-descending-limited",
+    }, forced
+    for name, user, _ in forced:
+        assert set(queries[name]) <= _WINDOW_KEYS, f"{name}@{user}"
+    planned = {
+        name
+        for (name, _), recorded in explained.recorded.items()
+        for plan in recorded.plans
+        if plan.from_the_edge and not plan.plan_forced
+    }
+    assert len(planned) >= 2, planned
+    for name in planned:
+        assert set(queries[name]) - _WINDOW_KEYS, name
 
 
 @pytest.mark.parametrize("order", sorted(SECTIONS))

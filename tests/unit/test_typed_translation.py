@@ -254,9 +254,10 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
     statement, params = first_page.ids_query()
     assert statement.as_string(None).endswith(" LIMIT %s")
     assert list(params)[-2:] == [10, 10]
-    assert first_page.plan_forced and first_page.sorted_count_apart
-    # In a small catalog too, its plan kept (``SearchSQL.plan_forced``):
-    # the same statement.
+    # A condition of its own (``portal_type``): planned for its values in
+    # a large catalog (``SearchSQL.plan_forced``), its plan kept in a small
+    # one: the same statement.
+    assert not first_page.plan_forced and first_page.sorted_count_apart
     small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
     assert small.plan_forced and small.sorted_count_apart
     assert small.ids_query() == first_page.ids_query()
@@ -273,6 +274,51 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
         query, _indexes(), "/plone", QueryContext(columns=dict(READY), large=True)
     )
     assert "WITH" not in whole.rows_query(100, 0, counted=True)[0].as_string(None)
+
+
+@pytest.mark.parametrize(
+    "narrowing, narrowed",
+    [
+        ({}, False),
+        ({"path": "/plone"}, False),  # the whole site: every row of it
+        ({"path": {"query": "/plone", "depth": -1}}, False),
+        ({"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": DateTime()}, False),
+        ({"path": "/plone/news"}, True),  # a section's latest items
+        ({"path": {"query": "/plone", "depth": 2}}, True),
+        ({"path": {"query": ["/plone/a", "/plone/b"]}}, True),
+        ({"portal_type": "News Item"}, True),
+        ({"Subject": "rare"}, True),
+    ],
+)
+def test_a_large_catalogs_narrowed_window_is_planned_for_its_values(
+    narrowing, narrowed
+):
+    """A plan blind to the values walks the date's index for a window of a
+    condition of its own, which may hold few rows far from the edge
+    (``SearchSQL.plan_forced``): in a large catalog such a window is
+    planned for its values, from the edge all the same; in a small one,
+    and for a window of all the rows the user may see, the plan is kept."""
+    query = {"sort_on": "created", "b_size": 20, **narrowing}
+    indexes = dict(
+        _indexes(),
+        path=_path_index(),
+        allowedRolesAndUsers=KeywordIndex("allowedRolesAndUsers"),
+    )
+    for large in (False, True):
+        plan = build_query(
+            dict(query),
+            indexes,
+            "/plone",
+            QueryContext(columns=dict(READY), large=large),
+        )
+        assert plan.from_the_edge, (narrowing, large)
+        assert plan.plan_forced is not (large and narrowed), (narrowing, large)
+
+
+def _path_index():
+    from tests.unit.test_paths import _index
+
+    return _index()
 
 
 def test_only_date_sort_keys_split_the_count():
