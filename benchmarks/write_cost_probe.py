@@ -13,9 +13,10 @@ change ``run.py`` times).  Each variant runs in a transaction rolled back at
 its end (nothing is kept, DDL included), alternating, and the median of
 ``--rounds`` is printed in ms, with the share of a row:
 
-- ``as built``: as the commit runs such a patch (``idx`` merged,
-  ``store.processor._PATCH_ROWS``), naming the key it changes
-  (``columns.PATCHED_KEYS``): the trigger derives that key's columns;
+- ``as built``: ``idx`` merged for that key, as the commit's patch
+  statement (``store.processor._PATCH_ROWS``) merges each key it writes,
+  with the key named as the commit names it (``columns.PATCHED_KEYS``):
+  the trigger derives that key's columns;
 - ``every column derived``: the same without the key named, the trigger
   deriving all typed columns from ``idx`` (schema 11, and rows written in
   full);
@@ -32,6 +33,10 @@ Compare rows within one run: the absolute times move with the machine.
 
 from __future__ import annotations
 
+from plone_pgcatalog.store.columns import PATCHED_KEYS
+from plone_pgcatalog.store.columns import set_column
+from plone_pgcatalog.store.columns import TRIGGER
+from plone_pgcatalog.store.schema import TABLE
 from psycopg import sql
 
 import argparse
@@ -41,11 +46,6 @@ import statistics
 import sys
 import time
 
-TABLE = "pgcatalog_objects"
-TRIGGER = "pgcatalog_typed_columns"
-#: ``plone_pgcatalog.store.columns.PATCHED_KEYS`` (the probe runs on any
-#: database a benchmark kept, whatever the code in the path).
-PATCHED_KEYS = "pgcatalog.patched_keys"
 INDEX = "allowedRolesAndUsers"
 
 _MERGE_IDX = sql.SQL(
@@ -59,7 +59,7 @@ _SET_TYPED = sql.SQL(
 ).format(
     table=sql.Identifier(TABLE),
     column=sql.Identifier(INDEX),
-    number=sql.Identifier(INDEX + ":set"),
+    number=sql.Identifier(set_column(INDEX)),
 )
 
 

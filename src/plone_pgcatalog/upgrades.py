@@ -358,7 +358,7 @@ def to_13(setup_tool) -> None:
     typed columns from ``idx`` derives, for an ``UPDATE`` that names the
     keys it changes (``columns.PATCHED_KEYS``: a partial reindex, a
     sharing change), only their columns (1,000 rows given one more role:
-    the statement's time about halved).
+    the statement 215 -> 147 ms, the trigger's part of it 97 -> 29).
 
     After this step's commit, in its own connection: the trigger is made
     again (an instant under the table's lock, which stops writers, not
