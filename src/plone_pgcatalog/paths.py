@@ -115,12 +115,6 @@ class PathTranslator:
         (``query.SearchSQL.plan_kept``)."""
         return clause == OBJECT or clause == CHILDREN
 
-    def selects_a_subtree(self, index, clause) -> bool:
-        """Whether ``clause`` (of ``where``) confines the search to a part
-        of the site: a window sorted on a date then is not given a plan
-        blind to the values (``query.SearchSQL.plan_forced``)."""
-        return clause != sql.SQL("TRUE")
-
     def sort_expressions(self, index, context=None):
         # ZCatalog sorts on the physical path string, by code point.
         return [sql.SQL("path")]

@@ -24,7 +24,6 @@ from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.store.columns import derivable
-from plone_pgcatalog.store.columns import INCLUDED
 from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.columns import SORTED
 from plone_pgcatalog.store.columns import untyped_predicate
@@ -166,25 +165,24 @@ class SearchSQL:
     plan_kept: bool = False
     #: A window walked from the edge (``from_the_edge``), without a
     #: full-text condition, pending changes or a subquery of the table, in
-    #: a catalog of any size where it has no condition but the terms every
-    #: search carries (``columns.INCLUDED``: the site, the user's security
-    #: terms, the effective range), in a small catalog whatever its
-    #: conditions (``build_query``: a condition of its own may hold few
-    #: rows, all far from the edge) (it counts apart below ``COUNT_APART_ROWS``
+    #: a catalog of any size (it counts apart below ``COUNT_APART_ROWS``
     #: too: not planned, the statement costs less than the one pass; at
     #: 500 documents 0.50-0.91 of its time, ``benchmarks/README.rst``):
     #: PostgreSQL is made to keep one plan for its statement, blind to the
     #: values (``plan_cache_mode`` ``force_generic_plan`` for that statement
     #: alone, ``store.connection.send_search``).  Its best plan is the same
     #: for every value: the count reads the matches by the conditions'
-    #: indexes and the walk starts at their edge.  At 10,220 rows the
-    #: statement took 2.44-2.71 ms instead of 4.66-4.69 (three times the
-    #: conditions to plan), and a value no row has or one of 13 rows kept
-    #: the plan good (at 1,000,000 rows: 0.29-0.70 ms; ``benchmarks/
-    #: README.rst``, "Plans kept blind to the values").  PostgreSQL's own
-    #: choice (``plan_kept``) is no guide there: it took the generic plan of
-    #: statements whose generic plan reads every row for a rare value, and
-    #: made custom plans of these.
+    #: indexes, and by their number the statement either walks from their
+    #: edge or reads the few and sorts them (``_from_the_edge``).  At 10,220
+    #: rows the statement took 2.44-2.71 ms instead of 4.66-4.69 (three
+    #: times the conditions to plan).  Without the choice by the count, a
+    #: plan blind to the values walked the date's index through every newer
+    #: row for a condition of few old rows (1,000,000 rows, a section's or
+    #: a keyword's 510 old items: 286-350 ms; with it 1.6 ms;
+    #: ``benchmarks/README.rst``, "One plan for every window").
+    #: PostgreSQL's own choice (``plan_kept``) is no guide there: it took
+    #: the generic plan of statements whose generic plan reads every row
+    #: for a rare value, and made custom plans of these.
     plan_forced: bool = False
 
     @property
@@ -351,14 +349,35 @@ class SearchSQL:
         the B-tree descent skips the newer rows), 1.9-3.5 ms there.  Rows of
         other sections whose dates lie among the section's items are still
         read (a database where they were many: 7.9 -> 5.1 ms).  The same
-        rows: no match is beyond its own edge.  Rows whose value has no
-        typed form (``count_parts[1]``, usually none) have no key to walk
-        by: they are read apart, by their partial index, counted, and
-        sorted with the walk's rows (they come first in a descending order,
-        where the column's NULL sorts, and last in an ascending one)."""
+        rows: no match is beyond its own edge.
+
+        The walk is the way for many matches only: past the edge it reads
+        about ``(limit + offset) * rows / matches`` rows of the catalog's
+        ``rows`` before the window is full, where they are spread over the
+        order, and all the rows older than the matches' first where they
+        are not (a section's or a keyword's few old items among 1,000,000
+        rows: 996,000 rows, 286-350 ms).  So the count also decides which
+        of two branches runs (a condition on the count alone, which
+        PostgreSQL tests once, before the branch's scan starts, in any plan):
+        where ``matches * matches`` reaches ``(limit + offset) * rows``, the
+        walk; below, the matches are read by their conditions' indexes and
+        sorted (``few``), as PostgreSQL plans a window of few rows.  Either
+        way the same rows; one plan serves every value
+        (``plan_forced``).
+
+        Rows whose value has no typed form (``count_parts[1]``, usually
+        none) have no key to walk by: they are read apart, by their partial
+        index, counted, and sorted with the walk's rows (they come first in
+        a descending order, where the column's NULL sorts, and last in an
+        ascending one)."""
         typed, untyped = self.count_parts
         column, reverse = self.edge
         keys, order = self._sort_key_columns()
+        gate = sql.SQL(
+            "(SELECT matches FROM counted)::float8 * (SELECT matches FROM counted)"
+            " {} %s * (SELECT reltuples FROM pg_class WHERE oid = {}::regclass)"
+        )
+        table = sql.Literal(TABLE.as_string(None))
         statement = sql.SQL(
             "WITH counted AS MATERIALIZED (SELECT count(*) AS matches,"
             " {first}({column}) AS edge FROM {source} WHERE {typed}),"
@@ -367,7 +386,10 @@ class SearchSQL:
             " SELECT zoid, path, (SELECT matches FROM counted)"
             " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped"
             " UNION ALL (SELECT zoid, path, {keys} FROM {source} WHERE {typed}"
-            " AND {column} {bound} (SELECT edge FROM counted) ORDER BY {order_by}"
+            " AND {column} {bound} (SELECT edge FROM counted) AND {walk}"
+            " ORDER BY {order_by} LIMIT %s)"
+            " UNION ALL (SELECT * FROM (SELECT zoid, path, {keys} FROM {source}"
+            " WHERE {typed} AND {sort} OFFSET 0) AS few ORDER BY {order}, zoid"
             " LIMIT %s)) AS walked ORDER BY {order}, zoid LIMIT %s"
         ).format(
             first=sql.SQL("max" if reverse else "min"),
@@ -377,11 +399,14 @@ class SearchSQL:
             keys=keys,
             untyped=untyped,
             bound=sql.SQL("<=" if reverse else ">="),
+            walk=gate.format(sql.SQL(">="), table),
+            sort=gate.format(sql.SQL("<"), table),
             order_by=self.order_by,
             order=order,
         )
         where = [*self.source_params, *self.params]
-        params = [*where * 3, min(limit + offset, _BIGGEST), limit]
+        window = min(limit + offset, _BIGGEST)
+        params = [*where * 3, window, window, *where, window, window, limit]
         if offset:
             statement += sql.SQL(" OFFSET %s")
             params.append(offset)
@@ -550,7 +575,6 @@ def build_query(
     # full-text condition is (``SearchSQL.plan_kept``).
     key = None
     worded = False
-    narrowed = False
     for position, (name, index, query_name) in enumerate(plan):
         if not IQueryIndex.providedBy(aq_base(index)):
             # ZCatalog asks such an index (GopipIndex) to ``_apply_index``,
@@ -582,10 +606,6 @@ def build_query(
         finds_few = getattr(translator, "finds_few", None)
         if key is None and finds_few and finds_few(index, clause, index_context):
             key = (len(clauses), len(params), len(values))
-        subtree = getattr(translator, "selects_a_subtree", None)
-        narrowed = (
-            narrowed or name not in INCLUDED or bool(subtree and subtree(index, clause))
-        )
         clauses.append(sql.SQL("(") + clause + sql.SQL(")"))
         params += values
         relevance = getattr(translator, "relevance", None)
@@ -667,14 +687,11 @@ def build_query(
         plan_kept=plan_kept,
     )
     apart = replace(search, sorted_count_apart=True)
-    # In a large catalog, only a window of every row the user may see: a
-    # plan blind to the values walks the date's index for the window of a
-    # condition of its own, which may hold few rows, all far from the edge
-    # (1,000,000 rows, the latest 20 of 510 old items: of a section, 996,000
-    # rows read, 286 ms; of a keyword, 306-350 ms; planned for the values,
-    # their rows read and sorted: 1.5-2.8 ms).  In a small one the walk
-    # reads fewer than ``COUNT_APART_ROWS`` rows whatever the values.
-    if plannable and apart.from_the_edge and not (context.large and narrowed):
+    # A window of few matches far from the edge is read by its conditions
+    # and sorted, one of many walked from the edge: the statement tests the
+    # count (``SearchSQL._from_the_edge``), so one plan serves every value,
+    # in a catalog of any size.
+    if plannable and apart.from_the_edge:
         search = replace(apart, plan_forced=True)
     return search
 

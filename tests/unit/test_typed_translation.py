@@ -234,6 +234,11 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
     assert (column.as_string(None), reverse) == ('"created"', order == "reverse")
     statement, params = plan.ids_query()
     _where, typed, untyped = _parts(plan, "created")
+    gate = (
+        "(SELECT matches FROM counted)::float8 * (SELECT matches FROM counted)"
+        " {} %s * (SELECT reltuples FROM pg_class"
+        " WHERE oid = 'pgcatalog_objects'::regclass)"
+    )
     assert statement.as_string(None) == (
         f'WITH counted AS MATERIALIZED (SELECT count(*) AS matches, {first}("created")'
         f" AS edge FROM pgcatalog_objects WHERE {typed}), untyped AS MATERIALIZED"
@@ -242,10 +247,16 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
         " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped UNION ALL"
         f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
         f' WHERE {typed} AND "created" {bound} (SELECT edge FROM counted)'
-        f' ORDER BY "created" {direction}, zoid LIMIT %s)) AS walked'
+        f" AND {gate.format('>=')}"
+        f' ORDER BY "created" {direction}, zoid LIMIT %s) UNION ALL (SELECT *'
+        f' FROM (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
+        f" WHERE {typed} AND {gate.format('<')} OFFSET 0) AS few"
+        f" ORDER BY sort_key_0 {direction}, zoid LIMIT %s)) AS walked"
         f" ORDER BY sort_key_0 {direction}, zoid LIMIT %s OFFSET %s"
     )
-    assert list(params) == [*plan.params * 3, 30, 10, 20]
+    # The walk's and the sort's limit is the end of the window, as is the
+    # factor of the catalog's rows the square of the count is tested on.
+    assert list(params) == [*plan.params * 3, 30, 30, *plan.params, 30, 30, 10, 20]
     # The first page has no offset.
     query["b_start"] = 0
     first_page = build_query(
@@ -254,10 +265,9 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
     statement, params = first_page.ids_query()
     assert statement.as_string(None).endswith(" LIMIT %s")
     assert list(params)[-2:] == [10, 10]
-    # A condition of its own (``portal_type``): planned for its values in
-    # a large catalog (``SearchSQL.plan_forced``), its plan kept in a small
-    # one: the same statement.
-    assert not first_page.plan_forced and first_page.sorted_count_apart
+    # Its plan kept (``SearchSQL.plan_forced``) in a large catalog and in
+    # a small one: the same statement.
+    assert first_page.plan_forced and first_page.sorted_count_apart
     small = build_query(query, _indexes(), "/plone", QueryContext(columns=dict(READY)))
     assert small.plan_forced and small.sorted_count_apart
     assert small.ids_query() == first_page.ids_query()
@@ -277,27 +287,23 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
 
 
 @pytest.mark.parametrize(
-    "narrowing, narrowed",
+    "narrowing",
     [
-        ({}, False),
-        ({"path": "/plone"}, False),  # the whole site: every row of it
-        ({"path": {"query": "/plone", "depth": -1}}, False),
-        ({"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": DateTime()}, False),
-        ({"path": "/plone/news"}, True),  # a section's latest items
-        ({"path": {"query": "/plone", "depth": 2}}, True),
-        ({"path": {"query": ["/plone/a", "/plone/b"]}}, True),
-        ({"portal_type": "News Item"}, True),
-        ({"Subject": "rare"}, True),
+        {},
+        {"path": "/plone"},  # the whole site: every row of it
+        {"allowedRolesAndUsers": ["Anonymous"], "effectiveRange": DateTime()},
+        {"path": "/plone/news"},  # a section's latest items
+        {"path": {"query": "/plone", "depth": 2}},
+        {"path": {"query": ["/plone/a", "/plone/b"]}},
+        {"portal_type": "News Item"},
+        {"Subject": "rare"},
     ],
 )
-def test_a_large_catalogs_narrowed_window_is_planned_for_its_values(
-    narrowing, narrowed
-):
-    """A plan blind to the values walks the date's index for a window of a
-    condition of its own, which may hold few rows far from the edge
-    (``SearchSQL.plan_forced``): in a large catalog such a window is
-    planned for its values, from the edge all the same; in a small one,
-    and for a window of all the rows the user may see, the plan is kept."""
+def test_every_window_from_the_edge_keeps_its_plan(narrowing):
+    """A window walked from the edge keeps one plan, blind to the values
+    (``SearchSQL.plan_forced``), whatever its conditions and the catalog's
+    size: the statement itself reads a condition's few matches by its
+    indexes instead of walking (``SearchSQL._from_the_edge``)."""
     query = {"sort_on": "created", "b_size": 20, **narrowing}
     indexes = dict(
         _indexes(),
@@ -311,8 +317,8 @@ def test_a_large_catalogs_narrowed_window_is_planned_for_its_values(
             "/plone",
             QueryContext(columns=dict(READY), large=large),
         )
-        assert plan.from_the_edge, (narrowing, large)
-        assert plan.plan_forced is not (large and narrowed), (narrowing, large)
+        assert plan.from_the_edge and plan.plan_forced, (narrowing, large)
+        assert "AS few" in plan.ids_query()[0].as_string(None)
 
 
 def _path_index():
