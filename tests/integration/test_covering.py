@@ -1,17 +1,18 @@
-"""Covering indexes (``columns.cover``, schemas 9 and 10): the B-trees of
-``portal_type`` and ``review_state`` that also hold the terms every Plone
-search carries (the site's path, the security terms, the effective
-range) and the date keys listings sort on, so that a search's count of
-their matches reads the index only; and the partial indexes of the sort
-keys' untyped values, which let a sorted window's count read indexes only
-(``query.SearchSQL.count_parts``).  Made with the typed columns, kept in
-step when an included column goes or comes, made on older sites by the
-upgrade steps 9 -> 10 and 10 -> 11 (and 11 -> 12, ``test_numbered_lists``,
-which puts the number of a row's security list in them instead of the
-list).  That PostgreSQL then counts by an
-index-only scan shows in the benchmark's plans (``benchmarks/README.rst``,
-"Large results"): on the few rows of a test site it may as well pick the
-plain index, so the tests check what the count reads.
+"""Covering indexes (``columns.cover``, schemas 9, 10 and 13): the B-trees
+of ``portal_type`` and ``review_state`` that also hold each other, the
+terms every Plone search carries (the site's path, the security terms,
+the effective range) and the date keys listings sort on, so that a
+search's count of their matches reads the index only; and the partial
+indexes of the sort keys' untyped values, which let a sorted window's
+count read indexes only (``query.SearchSQL.count_parts``).  Made with the
+typed columns, kept in step when an included column goes or comes, made
+on older sites by the upgrade steps 9 -> 10 and 10 -> 11 (and 11 -> 12,
+``test_numbered_lists``, which puts the number of a row's security list
+in them instead of the list; 13 -> 14 adds the other covered column to
+each).  That PostgreSQL then counts by an index-only scan shows in the
+benchmark's plans (``benchmarks/README.rst``, "Large results"): on the
+few rows of a test site it may as well pick the plain index, so the tests
+check what the count reads.
 """
 
 from __future__ import annotations
@@ -35,11 +36,15 @@ DATES = ["effective", "modified", "created"]
 #: The number of a row's list of security terms (``columns.NUMBERED``).
 NUMBER = columns.set_column("allowedRolesAndUsers")
 
-#: What each covering index holds on a Plone site: the column, then the
-#: terms every search carries (the security terms by their list's number),
-#: then the date sort keys.
+#: The other covered column of each (schema 13).
+OTHER = {"portal_type": "review_state", "review_state": "portal_type"}
+
+#: What each covering index holds on a Plone site: the column, the other
+#: covered column, then the terms every search carries (the security terms
+#: by their list's number), then the date sort keys.
 FULL = {
-    name: [name, "path", NUMBER, "effectiveRange", *DATES] for name in columns.COVERED
+    name: [name, OTHER[name], "path", NUMBER, "effectiveRange", *DATES]
+    for name in columns.COVERED
 }
 
 
@@ -305,6 +310,67 @@ def test_a_count_of_a_covered_filter_needs_only_its_covering_index(pg_layer, sea
     assert "Subject" in _count_columns(dsn, keyword.statement, keyword.params)
 
 
+def test_a_count_of_a_type_in_a_state_needs_only_a_covering_index(pg_layer, searches):
+    """A listing of a type in a state (published news items), as Anonymous
+    asks for it: its count reads columns that either covering index holds
+    (schema 13), sorted on a date or not."""
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    logout()
+    found = []
+    for sort in ({}, {"sort_on": "effective", "sort_order": "reverse"}):
+        query = dict(portal_type="Document", review_state="published", **sort)
+        assert api.content.find(b_size=1, **query).actual_result_count == 2
+        found.append(searches[-1])
+    transaction.abort()
+    for search in found:
+        # Sorted on a date, the count of the untyped values is apart
+        # (``test_a_sorted_windows_count_needs_only_indexes``).
+        [read] = [
+            read
+            for *_, read in _count_scans(dsn, search.statement, search.params)
+            if "idx" not in read
+        ]
+        assert {"portal_type", "review_state", NUMBER, "effectiveRange"} <= read
+        for name in columns.COVERED:
+            assert set(FULL[name]) >= read, (name, read)
+
+
+def test_13_to_14_adds_the_other_covered_column(pg_layer):
+    """From schema 12's covering indexes: each without the other covered
+    column."""
+    portal = _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    schema_12 = {
+        name: [c for c in held if c != OTHER[name]] for name, held in FULL.items()
+    }
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for name, held in schema_12.items():
+            index = columns.covering_index_name(name)
+            conn.execute(f"DROP INDEX {index}")
+            included = ", ".join(f'"{column}"' for column in held[1:])
+            conn.execute(
+                f"CREATE INDEX {index} ON pgcatalog_objects ({name})"
+                f" INCLUDE ({included})"
+            )
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = 12 WHERE key = 'schema_version'"
+        )
+    assert _covering(dsn) == schema_12
+    transaction.begin()
+    # Before the upgrade: the same rows.
+    query = dict(portal_type="Document", review_state="private", sort_on="effective")
+    assert len(api.content.find(**query)) == 2
+    _upgrade_from(portal, "13")
+    assert _covering(dsn) == FULL
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+        ).fetchone() == (schema.SCHEMA_VERSION,)
+    transaction.begin()
+    assert len(api.content.find(**query)) == 2
+
+
 def test_the_covering_indexes_follow_the_columns_ready(pg_layer):
     dsn = pg_layer["pgcatalog_dsn"]
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -312,7 +378,8 @@ def test_the_covering_indexes_follow_the_columns_ready(pg_layer):
             assert columns.drop_column(conn, "effectiveRange", "5s")
             # PostgreSQL dropped them with the column; made again without it.
             assert _covering(dsn) == {
-                name: [name, "path", NUMBER, *DATES] for name in columns.COVERED
+                name: [name, OTHER[name], "path", NUMBER, *DATES]
+                for name in columns.COVERED
             }
         finally:
             # Tests share the database's DDL (each restores rows only).

@@ -205,6 +205,8 @@ def test_database_figures(pg_layer):
         " not a list)",
         "12 -> 13: The trigger derives the changed typed columns only"
         " (faster sharing changes)",
+        "13 -> 14: Covering indexes of a type and a state"
+        " (index-only counts of both)",
     ]
 
 

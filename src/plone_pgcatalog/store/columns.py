@@ -833,7 +833,12 @@ def _drop_column(conn: psycopg.Connection, name: str, lock_timeout: str) -> bool
 #: Typed columns whose values a whole-site listing filters on: besides its
 #: own index, each gets a B-tree that includes ``INCLUDED`` too (``cover``),
 #: so that counting the matches of a search on it reads that index only
-#: (an index-only scan) instead of every match's row.
+#: (an index-only scan) instead of every match's row.  Each also includes
+#: the others: a listing of a type in a state (published news items) is
+#: counted from one index too.  At 1,000,000 rows, the latest 20 of
+#: ``portal_type=Document`` and ``review_state=published`` (16,950
+#: matches): 57.5 -> 7.9 ms, the covering index of ``portal_type`` 115 ->
+#: 131 MB (``benchmarks/README.rst``, "A type and a state").
 COVERED = ("portal_type", "review_state")
 
 #: The terms every Plone search carries: the site's subtree, the user's
@@ -897,7 +902,9 @@ def _index_columns(cur: psycopg.Cursor, index: str) -> list[str] | None:
 
 def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     """Make the covering index of each ``COVERED`` typed column that is
-    ready hold that column and the ``INCLUDED`` ones that are: created
+    ready hold that column, the other ``COVERED`` ones and the ``INCLUDED``
+    ones that are (a type and a state together are counted from either
+    index): created
     where missing, made again where the columns ready changed (a column
     dropped takes PostgreSQL's index with it, one added is not in it).
     Also the partial index of each ``SORTED`` column ready.  The names of
@@ -918,7 +925,10 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
         if name in ready:
             wanted = [name] + [
                 c
-                for c in (_included(c, ready) for c in INCLUDED + SORTED)
+                for c in (
+                    *(other for other in COVERED if other != name),
+                    *(_included(c, ready) for c in INCLUDED + SORTED),
+                )
                 if c == "path" or c in ready
             ]
         with conn.transaction(), conn.cursor() as cur:

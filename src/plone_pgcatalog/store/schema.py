@@ -92,7 +92,9 @@ import psycopg
 #: row's list instead of the list.
 #: 12: the trigger derives only the columns of the keys an ``UPDATE``
 #: names as changed (``columns.PATCHED_KEYS``).
-SCHEMA_VERSION = 12
+#: 13: each covering index also holds the other ``columns.COVERED``
+#: columns: a type and a state together are counted from one index.
+SCHEMA_VERSION = 13
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
