@@ -56,6 +56,33 @@ def _covering(dsn: str) -> dict:
         }
 
 
+def _covering_as(conn: psycopg.Connection, held: dict, version: int) -> None:
+    """The covering indexes as an older schema made them (``held``: each
+    covered column's index's columns), and the database at ``version``."""
+    for name, columns_held in held.items():
+        index = columns.covering_index_name(name)
+        conn.execute(f"DROP INDEX {index}")
+        included = ", ".join(f'"{column}"' for column in columns_held[1:])
+        conn.execute(
+            f"CREATE INDEX {index} ON pgcatalog_objects ({name}) INCLUDE ({included})"
+        )
+    conn.execute(
+        "UPDATE pgcatalog_state SET value = %s WHERE key = 'schema_version'",
+        (version,),
+    )
+
+
+def _upgraded(portal, dsn: str, source: str) -> None:
+    """Run the upgrade steps from ``source``: the covering indexes are then
+    this code's, the database at this code's schema."""
+    _upgrade_from(portal, source)
+    assert _covering(dsn) == FULL
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+        ).fetchone() == (schema.SCHEMA_VERSION,)
+
+
 def _untyped(dsn: str) -> dict:
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
         return {
@@ -345,28 +372,13 @@ def test_13_to_14_adds_the_other_covered_column(pg_layer):
         name: [c for c in held if c != OTHER[name]] for name, held in FULL.items()
     }
     with psycopg.connect(dsn, autocommit=True) as conn:
-        for name, held in schema_12.items():
-            index = columns.covering_index_name(name)
-            conn.execute(f"DROP INDEX {index}")
-            included = ", ".join(f'"{column}"' for column in held[1:])
-            conn.execute(
-                f"CREATE INDEX {index} ON pgcatalog_objects ({name})"
-                f" INCLUDE ({included})"
-            )
-        conn.execute(
-            "UPDATE pgcatalog_state SET value = 12 WHERE key = 'schema_version'"
-        )
+        _covering_as(conn, schema_12, version=12)
     assert _covering(dsn) == schema_12
     transaction.begin()
     # Before the upgrade: the same rows.
     query = dict(portal_type="Document", review_state="private", sort_on="effective")
     assert len(api.content.find(**query)) == 2
-    _upgrade_from(portal, "13")
-    assert _covering(dsn) == FULL
-    with psycopg.connect(dsn) as conn:
-        assert conn.execute(
-            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (schema.SCHEMA_VERSION,)
+    _upgraded(portal, dsn, "13")
     transaction.begin()
     assert len(api.content.find(**query)) == 2
 
@@ -400,12 +412,7 @@ def test_9_to_10_makes_the_covering_indexes(pg_layer):
         )
     assert _covering(dsn) == {name: None for name in columns.COVERED}
     transaction.begin()
-    _upgrade_from(portal, "9")
-    assert _covering(dsn) == FULL
-    with psycopg.connect(dsn) as conn:
-        assert conn.execute(
-            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (schema.SCHEMA_VERSION,)
+    _upgraded(portal, dsn, "9")
     transaction.begin()
     assert len(api.content.find(portal_type="Document")) == 2
 
@@ -422,26 +429,11 @@ def test_10_to_11_adds_the_sort_keys_and_their_untyped_indexes(pg_layer):
     with psycopg.connect(dsn, autocommit=True) as conn:
         for name in columns.SORTED:
             conn.execute(f"DROP INDEX {columns.untyped_index_name(name)}")
-        for name, held in schema_9.items():
-            index = columns.covering_index_name(name)
-            conn.execute(f"DROP INDEX {index}")
-            included = ", ".join(f'"{column}"' for column in held[1:])
-            conn.execute(
-                f"CREATE INDEX {index} ON pgcatalog_objects ({name})"
-                f" INCLUDE ({included})"
-            )
-        conn.execute(
-            "UPDATE pgcatalog_state SET value = 9 WHERE key = 'schema_version'"
-        )
+        _covering_as(conn, schema_9, version=9)
     assert _covering(dsn) == schema_9
     assert _untyped(dsn) == {name: None for name in DATES}
     transaction.begin()
-    _upgrade_from(portal, "10")
-    assert _covering(dsn) == FULL
+    _upgraded(portal, dsn, "10")
     assert _untyped(dsn) == {name: ["zoid"] for name in DATES}
-    with psycopg.connect(dsn) as conn:
-        assert conn.execute(
-            "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
-        ).fetchone() == (schema.SCHEMA_VERSION,)
     transaction.begin()
     assert len(api.content.find(portal_type="Document", sort_on="effective")) == 2

@@ -88,6 +88,12 @@ def test_probe_scenarios_run_in_a_scale_probe_only(monkeypatch):
     assert names == [s.name for s in scenarios.SCENARIOS]
     monkeypatch.setenv(scenarios.PROBE, "1")
     names = [s.name for s in scenarios.all_scenarios()]
-    assert names[-2:] == ["probe_large_len", "probe_subtree"]
+    assert names[-3:] == ["probe_large_len", "probe_subtree", "probe_type_state"]
     subtree = scenarios.PROBE_SCENARIOS[1].query("/plone")
     assert subtree["path"] == "/plone/copy-00007"
+    # A type in a state: the site's own values, which one copy in 40 keeps.
+    listing = scenarios.PROBE_SCENARIOS[2].query("/plone")
+    assert (listing["portal_type"], listing["review_state"]) == (
+        "Document",
+        "published",
+    )
