@@ -357,13 +357,13 @@ class SearchSQL:
         order, and all the rows older than the matches' first where they
         are not (a section's or a keyword's few old items among 1,000,000
         rows: 996,000 rows, 286-350 ms).  So the count also decides which
-        of two branches runs (a condition on the count alone, which
-        PostgreSQL tests once, before the branch's scan starts, in any plan):
-        where ``matches * matches`` reaches ``(limit + offset) * rows``, the
-        walk; below, the matches are read by their conditions' indexes and
-        sorted (``few``), as PostgreSQL plans a window of few rows.  Either
-        way the same rows; one plan serves every value
-        (``plan_forced``).
+        of two branches runs (``many``, computed with the count; a condition
+        on it alone PostgreSQL tests once, before the branch's scan starts,
+        in any plan): where ``matches * matches`` reaches
+        ``(limit + offset) * rows``, the walk; below, the matches are read
+        by their conditions' indexes and sorted (``few``), as PostgreSQL
+        plans a window of few rows.  Either way the same rows; one plan
+        serves every value (``plan_forced``).
 
         Rows whose value has no typed form (``count_parts[1]``, usually
         none) have no key to walk by: they are read apart, by their partial
@@ -373,40 +373,37 @@ class SearchSQL:
         typed, untyped = self.count_parts
         column, reverse = self.edge
         keys, order = self._sort_key_columns()
-        gate = sql.SQL(
-            "(SELECT matches FROM counted)::float8 * (SELECT matches FROM counted)"
-            " {} %s * (SELECT reltuples FROM pg_class WHERE oid = {}::regclass)"
-        )
-        table = sql.Literal(TABLE.as_string(None))
         statement = sql.SQL(
             "WITH counted AS MATERIALIZED (SELECT count(*) AS matches,"
-            " {first}({column}) AS edge FROM {source} WHERE {typed}),"
+            " {first}({column}) AS edge, count(*)::float8 * count(*) >= %s"
+            " * (SELECT reltuples FROM pg_class WHERE oid = {table}::regclass)"
+            " AS many FROM {source} WHERE {typed}),"
             " untyped AS MATERIALIZED"
             " (SELECT zoid, path, {keys} FROM {source} WHERE {untyped})"
             " SELECT zoid, path, (SELECT matches FROM counted)"
             " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped"
             " UNION ALL (SELECT zoid, path, {keys} FROM {source} WHERE {typed}"
-            " AND {column} {bound} (SELECT edge FROM counted) AND {walk}"
-            " ORDER BY {order_by} LIMIT %s)"
+            " AND {column} {bound} (SELECT edge FROM counted)"
+            " AND (SELECT many FROM counted) ORDER BY {order_by} LIMIT %s)"
             " UNION ALL (SELECT * FROM (SELECT zoid, path, {keys} FROM {source}"
-            " WHERE {typed} AND {sort} OFFSET 0) AS few ORDER BY {order}, zoid"
-            " LIMIT %s)) AS walked ORDER BY {order}, zoid LIMIT %s"
+            " WHERE {typed} AND NOT (SELECT many FROM counted) OFFSET 0) AS few"
+            " ORDER BY {order}, zoid LIMIT %s)) AS walked ORDER BY {order}, zoid"
+            " LIMIT %s"
         ).format(
             first=sql.SQL("max" if reverse else "min"),
             column=column,
+            table=sql.Literal(TABLE.as_string(None)),
             source=self.source,
             typed=typed,
             keys=keys,
             untyped=untyped,
             bound=sql.SQL("<=" if reverse else ">="),
-            walk=gate.format(sql.SQL(">="), table),
-            sort=gate.format(sql.SQL("<"), table),
             order_by=self.order_by,
             order=order,
         )
         where = [*self.source_params, *self.params]
         window = min(limit + offset, _BIGGEST)
-        params = [*where * 3, window, window, *where, window, window, limit]
+        params = [window, *where, *where, *where, window, *where, window, limit]
         if offset:
             statement += sql.SQL(" OFFSET %s")
             params.append(offset)

@@ -234,29 +234,27 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
     assert (column.as_string(None), reverse) == ('"created"', order == "reverse")
     statement, params = plan.ids_query()
     _where, typed, untyped = _parts(plan, "created")
-    gate = (
-        "(SELECT matches FROM counted)::float8 * (SELECT matches FROM counted)"
-        " {} %s * (SELECT reltuples FROM pg_class"
-        " WHERE oid = 'pgcatalog_objects'::regclass)"
-    )
     assert statement.as_string(None) == (
         f'WITH counted AS MATERIALIZED (SELECT count(*) AS matches, {first}("created")'
-        f" AS edge FROM pgcatalog_objects WHERE {typed}), untyped AS MATERIALIZED"
+        " AS edge, count(*)::float8 * count(*) >= %s * (SELECT reltuples FROM"
+        " pg_class WHERE oid = 'pgcatalog_objects'::regclass) AS many"
+        f" FROM pgcatalog_objects WHERE {typed}), untyped AS MATERIALIZED"
         f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
         f" WHERE {untyped}) SELECT zoid, path, (SELECT matches FROM counted)"
         " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped UNION ALL"
         f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
         f' WHERE {typed} AND "created" {bound} (SELECT edge FROM counted)'
-        f" AND {gate.format('>=')}"
+        " AND (SELECT many FROM counted)"
         f' ORDER BY "created" {direction}, zoid LIMIT %s) UNION ALL (SELECT *'
         f' FROM (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
-        f" WHERE {typed} AND {gate.format('<')} OFFSET 0) AS few"
+        f" WHERE {typed} AND NOT (SELECT many FROM counted) OFFSET 0) AS few"
         f" ORDER BY sort_key_0 {direction}, zoid LIMIT %s)) AS walked"
         f" ORDER BY sort_key_0 {direction}, zoid LIMIT %s OFFSET %s"
     )
-    # The walk's and the sort's limit is the end of the window, as is the
-    # factor of the catalog's rows the square of the count is tested on.
-    assert list(params) == [*plan.params * 3, 30, 30, *plan.params, 30, 30, 10, 20]
+    # The factor of the catalog's rows the square of the count is tested
+    # on is the end of the window, as are the walk's and the sort's limit.
+    p = list(plan.params)
+    assert list(params) == [30, *p, *p, *p, 30, *p, 30, 10, 20]
     # The first page has no offset.
     query["b_start"] = 0
     first_page = build_query(
