@@ -15,10 +15,11 @@ its 1,000 descendants), ``batch`` (a new folder and ``--iterations``
 documents created in it, one commit for all, as the big folder is made:
 each creation timed; the first and the last tenth's medians and the
 commit are printed too, since a catalog whose work grows with what the
-transaction has cataloged already shows it there).  Reports the median time, then one more round under
-cProfile, sorted by own time and by cumulative time: where a write's time
-goes (Plone, the storage, this catalog's extraction and SQL) is what the
-write targets' levers are chosen by.  Works on either backend's instance
+transaction has cataloged already shows it there).  Reports the median
+time, then one more round under cProfile, sorted by own time and by
+cumulative time: where a write's time goes (Plone, the storage, this
+catalog's extraction and SQL) is what the write targets' levers are
+chosen by.  Works on either backend's instance
 (``instance-zcatalog`` too).  The writes stay in the kept database.
 """
 
@@ -107,13 +108,7 @@ def main(argv=None) -> int:
             folder = api.content.create(container=site, type="Folder", id=name)
             for item in range(args.iterations):
                 with worker.measured(profiler) as taken:
-                    api.content.create(
-                        container=folder,
-                        type="Document",
-                        id=f"item-{item:03d}",
-                        title=f"Item {item} of batch {number}",
-                        description="An item of a batch.",
-                    )
+                    writes.create_item(folder, item, f"batch {number}", "a batch")
                 times += taken
             with worker.measured(profiler) as committed:
                 transaction.commit()

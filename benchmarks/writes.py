@@ -67,6 +67,21 @@ def docs_per_subfolder(descendants: int) -> int:
     return max(descendants // SUBFOLDERS - 1, 0)
 
 
+def create_item(container, item: int, of: str, where: str):
+    """Document ``item-NNN`` of ``container``, titled "Item N of ``of``",
+    described as "An item of ``where``." (the big folder's items, and the
+    batches ``profile_writes.py`` creates)."""
+    from plone import api
+
+    return api.content.create(
+        container=container,
+        type="Document",
+        id=f"item-{item:03d}",
+        title=f"Item {item} of {of}",
+        description=f"An item of {where}.",
+    )
+
+
 def create_big_folder(session, descendants: int = BIG_FOLDER_DESCENDANTS) -> dict:
     """The private folder with ``descendants`` private descendants (commits
     every 100 items)."""
@@ -90,13 +105,7 @@ def create_big_folder(session, descendants: int = BIG_FOLDER_DESCENDANTS) -> dic
             )
             created += 1
             for item in range(docs_per_subfolder(descendants)):
-                api.content.create(
-                    container=sub,
-                    type="Document",
-                    id=f"item-{item:03d}",
-                    title=f"Item {item} of sub {number}",
-                    description="An item of the big folder.",
-                )
+                create_item(sub, item, f"sub {number}", "the big folder")
                 created += 1
                 if created % BIG_COMMIT_EVERY == 0:
                     transaction.commit()
