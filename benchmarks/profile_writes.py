@@ -99,13 +99,12 @@ def main(argv=None) -> int:
         number = next(rounds)
         times = []
         with session.request() as (site, _conn):
-            taken_ids = set(site.objectIds())
-            name = next(
-                name
-                for name in (f"profiled-batch-{n}" for n in range(number, 10**6))
-                if name not in taken_ids
-            )  # a kept site profiled before has some
-            folder = api.content.create(container=site, type="Folder", id=name)
+            free = number
+            while f"profiled-batch-{free}" in site.objectIds():
+                free += 1  # a kept site profiled before has some
+            folder = api.content.create(
+                container=site, type="Folder", id=f"profiled-batch-{free}"
+            )
             for item in range(args.iterations):
                 with worker.measured(profiler) as taken:
                     writes.create_item(folder, item, f"batch {number}", "a batch")
