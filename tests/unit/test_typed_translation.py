@@ -549,3 +549,75 @@ def test_a_numbered_lists_column_is_derived_from_its_index_key():
     assert "NEW.idx -> ''allowedRolesAndUsers''" in ddl
     assert columns.column_name("allowedRolesAndUsers:set") is None
     assert columns.source_key("allowedRolesAndUsers:set") == "allowedRolesAndUsers"
+
+
+def _search_text(plan, metadata=True):
+    from plone_pgcatalog.store.search import search_statement
+
+    statement, params = search_statement(plan, metadata)
+    return statement.as_string(None), list(params)
+
+
+def test_a_window_in_zoid_order_carries_its_rows_metadata():
+    """The first rows' metadata of a window in zoid order comes from the
+    window's own rows (``SearchSQL.keeps_row_metadata``): no subquery of
+    the table per row; the columns are those of the other form."""
+    plan = build_query(
+        {"portal_type": "Document"},
+        _indexes(),
+        "/plone",
+        QueryContext(columns=dict(READY)),
+    )
+    assert plan.keeps_row_metadata(counted=True)
+    text, params = _search_text(plan)
+    inner, inner_params = plan.rows_query(100, 0, counted=True, with_meta=True)
+    assert text == (
+        "SELECT w.zoid, w.path, w.total, CASE WHEN row_number() OVER () <= %s"
+        f" THEN w.meta::text END FROM ({inner.as_string(None)}) AS w"
+    )
+    assert ") AS total, meta FROM pgcatalog_objects WHERE" in text
+    assert "o.zoid = w.zoid" not in text
+    assert params == [20, *inner_params]
+    # Without metadata: the window alone, as before.
+    text, params = _search_text(plan, metadata=False)
+    assert text == plan.rows_query(100, 0, counted=True)[0].as_string(None)
+    assert "meta" not in text
+    # A window the query asks for (``b_size``) in zoid order: the same.
+    paged = build_query(
+        {"portal_type": "Document", "b_start": 20, "b_size": 20},
+        _indexes(),
+        "/plone",
+        QueryContext(columns=dict(READY)),
+    )
+    text, params = _search_text(paged)
+    assert text.startswith("SELECT w.zoid, w.path, w.total, CASE")
+    assert params[-2:] == [20, 20]
+
+
+@pytest.mark.parametrize(
+    "query, overlaid",
+    [
+        ({"portal_type": "Document", "sort_on": "created"}, False),
+        ({"portal_type": "Document", "sort_on": "getObjPositionInParent"}, False),
+        ({"SearchableText": "glacier"}, False),
+        ({"portal_type": "Document"}, True),
+    ],
+)
+def test_other_windows_read_their_rows_metadata_by_key(query, overlaid):
+    """A sorted or ranked window (a sort would carry every match's
+    metadata) and one over the pending changes (the overlay has no
+    ``meta``) read the first rows' metadata by ``zoid`` after the cut."""
+    overlay = None
+    if overlaid:
+        overlay = Overlay(rows=({"zoid": 1, "path": "/plone/a", "idx": {}},))
+    plan = build_query(
+        query, _indexes(), "/plone", QueryContext(columns=dict(READY)), overlay
+    )
+    assert not plan.keeps_row_metadata(counted=True)
+    text, _ = _search_text(plan)
+    assert text.startswith("SELECT w.*, CASE WHEN row_number() OVER () <= %s")
+    assert (
+        "(SELECT meta::text FROM pgcatalog_objects AS o WHERE o.zoid = w.zoid)" in text
+    )
+    with pytest.raises(ValueError, match="cannot carry"):
+        plan.rows_query(100, 0, counted=True, with_meta=True)

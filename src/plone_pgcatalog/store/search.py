@@ -117,6 +117,12 @@ _WITH_METADATA = sql.SQL(
     "SELECT w.*, CASE WHEN row_number() OVER () <= %s THEN"
     " (SELECT meta::text FROM {} AS o WHERE o.zoid = w.zoid) END FROM ({}) AS w"
 )
+# The same where the window carries each row's ``meta``
+# (``SearchSQL.keeps_row_metadata``): read as text for the first rows only.
+_WITH_OWN_METADATA = sql.SQL(
+    "SELECT w.zoid, w.path, w.total, CASE WHEN row_number() OVER () <= %s THEN"
+    " w.meta::text END FROM ({}) AS w"
+)
 
 
 def _metadata_comes(search: SearchSQL, metadata: bool) -> bool:
@@ -143,11 +149,16 @@ def search_statement(search: SearchSQL, metadata: bool = True) -> tuple[sql.SQL,
 
 def _search_statement(search: SearchSQL, metadata: bool) -> tuple[sql.Composed, tuple]:
     if not search.windowed and search.python_slice is None:
-        statement, params = search.rows_query(FIRST_ROWS, 0, counted=True)
+        limit, offset, counted = FIRST_ROWS, 0, True
     else:
-        statement, params = search.ids_query()
+        # ``ids_query``'s window.
+        limit, offset, counted = search.limit, search.offset, search.windowed
     if not _metadata_comes(search, metadata):
-        return statement, params
+        return search.rows_query(limit, offset, counted)
+    if search.keeps_row_metadata(counted):
+        statement, params = search.rows_query(limit, offset, counted, with_meta=True)
+        return _WITH_OWN_METADATA.format(statement), (META_ROWS, *params)
+    statement, params = search.rows_query(limit, offset, counted)
     return _WITH_METADATA.format(TABLE, statement), (META_ROWS, *params)
 
 
