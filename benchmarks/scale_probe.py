@@ -38,6 +38,7 @@ end unless ``--keep-database``; ``--database`` measures again on one kept
 from __future__ import annotations
 
 from pathlib import Path
+from plone_pgcatalog.store import columns
 
 import argparse
 import json
@@ -54,9 +55,13 @@ HERE = Path(__file__).parent
 
 #: Copies of the site's rows, ``%(first)s`` to ``%(last)s``, in one
 #: statement: the object rows first (``objects``), then the catalog rows.
+#: ``WHOLE_IDX``: each row's ``idx`` with its lists stored once
+#: (``columns.whole_idx``, ``grow_statement``), from which the trigger
+#: derives the copies' columns.
 GROW = """
 WITH source AS (
-    SELECT c.*, row_number() OVER (ORDER BY c.zoid) AS r
+    SELECT c.zoid, c.path, c.parent_path, c.path_depth, WHOLE_IDX AS idx, c.meta,
+           c.searchable_text, row_number() OVER (ORDER BY c.zoid) AS r
     FROM pgcatalog_objects AS c
     WHERE (c.path = %(site)s OR c.path LIKE %(below)s)
       AND c.path NOT LIKE %(copies)s
@@ -164,6 +169,15 @@ def rows(dsn: str, site: str) -> tuple[int, int]:
         ).fetchone()
 
 
+def grow_statement(conn: psycopg.Connection) -> str:
+    """``GROW`` with the ``idx`` of the typed columns ready in ``conn``'s
+    database."""
+    with conn.cursor() as cur:
+        ready = {n: k for n, (k, ok) in columns.registered(cur).items() if ok}
+    whole = columns.whole_idx(psycopg.sql.SQL("c"), ready).as_string(conn)
+    return GROW.replace("WHOLE_IDX", whole)
+
+
 def grow(dsn: str, site: str, target: int) -> int:
     """Copies of the site's own rows until the catalog has ``target`` rows
     (or the first copy that passes it)."""
@@ -175,13 +189,14 @@ def grow(dsn: str, site: str, target: int) -> int:
             (site + "/copy-%",),
         ).fetchone()[0]
         tid = conn.execute("SELECT max(tid) FROM transaction_log").fetchone()[0]
+        statement = grow_statement(conn)
         per_statement = max(1, 100_000 // own)
         while total < target:
             wanted = -(-(target - total) // own)
             count = min(wanted, per_statement)
             started = time.monotonic()
             conn.execute(
-                GROW,
+                statement,
                 {
                     "site": site,
                     "below": site + "/%",

@@ -648,7 +648,9 @@ def check_items(dsn: str, items: dict[str, Item], unknown=frozenset()) -> list[s
     rows = _sql(
         dsn,
         "SELECT path, meta ->> 'Title', idx ->> 'review_state',"
-        " idx -> 'allowedRolesAndUsers' FROM pgcatalog_objects"
+        # The list stored once: in its column only (``columns.stored_once``).
+        " COALESCE(idx -> 'allowedRolesAndUsers', to_jsonb(\"allowedRolesAndUsers\"))"
+        " FROM pgcatalog_objects"
         " WHERE path LIKE %s OR path LIKE %s",
         (f"{SITE}/{AREA}/%", f"{SITE}/{ELSEWHERE}/%"),
     )

@@ -149,6 +149,7 @@ def verify(tool, handler=None) -> Verification:
             if ready
         }
     statement = reports.STORED_ROWS.format(
+        idx=store_columns.whole_idx(sql.SQL("s"), typed),
         vector=schema.searchable_vector(sql.SQL("e.words"), sql.SQL("e.config")),
         typed=reports.typed_drift(typed),
     )

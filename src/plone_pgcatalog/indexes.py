@@ -68,6 +68,8 @@ from plone_pgcatalog.registry import UUIDTranslator
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import layout
 from plone_pgcatalog.store.columns import ready_column
+from plone_pgcatalog.store.columns import value_of
+from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import json_key
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -173,11 +175,22 @@ class _Rows:
             # The catalog's table comes with the first write transaction.
             return []
 
+    @property
+    def idx(self) -> sql.Composable:
+        """A row's ``idx`` with every value, also those stored in a column
+        only (``columns.whole_idx``)."""
+        return whole_idx(layout.ROWS, self.columns)
+
+    def value(self, index_name: str) -> sql.Composable:
+        """A row's JSON value of one index, wherever it is stored
+        (``columns.value_of``)."""
+        return value_of(layout.ROWS, index_name, self.columns)
+
     def row(self, words: sql.Composable, condition: sql.Composable, params):
         """``(zoid, path, idx, words)`` of the first row matching, or None."""
         scope, scope_params = self.scope()
-        statement = sql.SQL("SELECT zoid, path, idx, {} {} AND {} LIMIT 1").format(
-            words, scope, condition
+        statement = sql.SQL("SELECT zoid, path, {}, {} {} AND {} LIMIT 1").format(
+            self.idx, words, scope, condition
         )
         rows = self.fetch(statement, [*scope_params, *params])
         return rows[0] if rows else None
@@ -360,8 +373,8 @@ class DataIndexView(IndexView):
         """The words column to fetch with a row (only SearchableText has one)."""
         return sql.SQL("NULL")
 
-    def _has_value(self) -> sql.Composable:
-        return json_key(self._name) + sql.SQL(" IS NOT NULL")
+    def _has_value(self, rows: _Rows) -> sql.Composable:
+        return rows.value(self._name) + sql.SQL(" IS NOT NULL")
 
     def _raw(self, path: str, idx: dict, words):
         """The stored value of a row for this index, or ``_MISSING``."""
@@ -383,16 +396,16 @@ class DataIndexView(IndexView):
     def _count(self, rows: _Rows) -> int:
         scope, params = rows.scope()
         statement = sql.SQL("SELECT count(*) {} AND {}").format(
-            scope, self._has_value()
+            scope, self._has_value(rows)
         )
         found = rows.fetch(statement, params)
         return found[0][0] if found else 0
 
     def _all_rows(self, rows: _Rows) -> list[tuple]:
         scope, params = rows.scope()
-        statement = sql.SQL(
-            "SELECT zoid, path, idx, {} {} AND {} ORDER BY zoid"
-        ).format(self._words(), scope, self._has_value())
+        statement = sql.SQL("SELECT zoid, path, {}, {} {} AND {} ORDER BY zoid").format(
+            rows.idx, self._words(), scope, self._has_value(rows)
+        )
         return rows.fetch(statement, params)
 
     # -- IPluggableIndex --------------------------------------------------------
@@ -813,20 +826,20 @@ class KeywordIndexView(ValueIndexView):
 
     security = ClassSecurityInfo()
 
-    def _elements(self) -> sql.Composable:
-        key = json_key(self._name)
+    def _elements(self, rows) -> sql.Composable:
+        key = rows.value(self._name)
         return sql.SQL(
             ", jsonb_array_elements(CASE WHEN jsonb_typeof({k}) = 'array'"
             " THEN {k} ELSE '[]'::jsonb END) AS element(value)"
         ).format(k=key)
 
     def _values(self, rows):
-        scope, params = rows.scope(self._elements())
+        scope, params = rows.scope(self._elements(rows))
         statement = sql.SQL("SELECT DISTINCT element.value {}").format(scope)
         return [value for (value,) in rows.fetch(statement, params)]
 
     def _value_counts(self, rows):
-        scope, params = rows.scope(self._elements())
+        scope, params = rows.scope(self._elements(rows))
         statement = sql.SQL(
             "SELECT element.value, count(*) {} GROUP BY element.value"
         ).format(scope)
@@ -850,7 +863,7 @@ class KeywordIndexView(ValueIndexView):
         return [zoid for (zoid,) in rows.fetch(statement, [*params, *values])]
 
     def _value_items(self, rows):
-        scope, params = rows.scope(self._elements())
+        scope, params = rows.scope(self._elements(rows))
         statement = sql.SQL(
             "SELECT element.value, array_agg(zoid ORDER BY zoid) {}"
             " GROUP BY element.value"
@@ -982,7 +995,7 @@ class PathIndexView(DataIndexView):
 
     security = ClassSecurityInfo()
 
-    def _has_value(self):
+    def _has_value(self, rows):
         return sql.SQL("TRUE")
 
     def _raw(self, path, idx, words):
@@ -1033,7 +1046,7 @@ class TextIndexView(DataIndexView):
     def _words(self):
         return _WORDS if self._column else sql.SQL("NULL")
 
-    def _has_value(self):
+    def _has_value(self, rows):
         if self._column:
             return sql.SQL("searchable_text IS NOT NULL")
         return json_key(self._name) + sql.SQL(" IS NOT NULL")

@@ -126,7 +126,8 @@ def index_figures(tool) -> list[IndexFigures]:
     definitions = tool.getIndexDefinitions()
     clause, params = _site(tool)
     with connection.reading(tool) as conn, conn.cursor(row_factory=tuple_row) as cursor:
-        cursor.execute(reports.INDEX_FIGURES.format(clause), params)
+        whole = store_columns.whole_idx(sql.SQL("s"), connection.ready_columns(tool))
+        cursor.execute(reports.INDEX_FIGURES.format(idx=whole, site=clause), params)
         figures = {key: (objects, distinct) for key, objects, distinct in cursor}
         cursor.execute(reports.TEXT_ROWS.format(clause), params)
         text_rows = cursor.fetchone()[0]

@@ -36,6 +36,8 @@ from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
 from plone_pgcatalog.store.columns import set_column
 from plone_pgcatalog.store.columns import SETS_TABLE
+from plone_pgcatalog.store.columns import stored_once
+from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.layout import json_key
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import SEARCHABLE_TEXT
@@ -179,6 +181,16 @@ def _range_clause(
     return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), bounds), params
 
 
+def _value(name: str, context) -> sql.Composable:
+    """The JSON value of index ``name`` of the row being tested: in
+    ``idx``, or, for an index whose lists are stored once (in their ready
+    typed column, not in ``idx``: ``columns.stored_once``), in either."""
+    ready = context.columns if context is not None else {}
+    if name in stored_once(ready):
+        return value_of(ROWS, name, ready)
+    return json_key(name)
+
+
 def _not_only(
     name: str, matches: tuple[sql.Composable, list], context
 ) -> tuple[sql.Composable, list]:
@@ -190,7 +202,7 @@ def _not_only(
     """
     clause, params = matches
     excluded = sql.SQL("NOT COALESCE({}, FALSE)").format(clause)
-    has_value = json_key(name) + sql.SQL(" IS NOT NULL")
+    has_value = _value(name, context) + sql.SQL(" IS NOT NULL")
     site, site_params = path_clause(context.site_path, -1)
     any_excluded = sql.SQL("EXISTS (SELECT 1 FROM {} WHERE {} AND {})").format(
         TABLE, site, clause
@@ -446,6 +458,9 @@ class KeywordTranslator:
         if typed is not None and all(isinstance(key, str) for key in keys):
             operator = " @> %s::text[]" if all_of else " && %s::text[]"
             return typed + sql.SQL(operator), [list(keys)]
+        # Other values than strings (a query cannot mix them: ``query``)
+        # in ``idx``, where the lists that hold any are (a list of strings
+        # only is in its ready column alone: ``columns.stored_once``).
         if all(isinstance(key, str) for key in keys):
             operator = sql.SQL(" ?& %s") if all_of else sql.SQL(" ?| %s")
             return json_key(name) + operator, [keys]
@@ -465,33 +480,33 @@ class KeywordTranslator:
             keys,
             range_spec,
         )
+        value = _value(name, context)
         if not all_of:
             exists = sql.SQL(
                 "EXISTS (SELECT 1 FROM jsonb_array_elements({key}) AS e(k)"
                 " WHERE {bounds})"
-            ).format(key=json_key(name), bounds=bounds)
+            ).format(key=value, bounds=bounds)
             return (
-                sql.SQL("jsonb_typeof({}) = 'array' AND {}").format(
-                    json_key(name), exists
-                ),
+                sql.SQL("jsonb_typeof({}) = 'array' AND {}").format(value, exists),
                 params,
             )
         # Unqualified columns in the subquery are those of "o"; the row
         # being tested is ``ROWS`` (the outer query's name for it).
         site, site_params = path_clause(context.site_path, -1)
+        ready = context.columns
         missing_one = sql.SQL(
             "NOT EXISTS (SELECT 1 FROM {table} AS o,"
-            " jsonb_array_elements(o.idx -> {name}) AS e(k)"
+            " jsonb_array_elements({stored}) AS e(k)"
             " WHERE {site} AND {bounds}"
-            " AND NOT {rows}.idx -> {name} @> jsonb_build_array(e.k))"
+            " AND NOT {tested} @> jsonb_build_array(e.k))"
         ).format(
             table=TABLE,
-            name=sql.Literal(name),
+            stored=value_of(sql.SQL("o"), name, ready),
             site=site,
             bounds=bounds,
-            rows=ROWS,
+            tested=value_of(ROWS, name, ready),
         )
-        return sql.SQL("{} IS NOT NULL AND {}").format(json_key(name), missing_one), [
+        return sql.SQL("{} IS NOT NULL AND {}").format(value, missing_one), [
             *site_params,
             *params,
         ]

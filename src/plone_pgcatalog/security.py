@@ -47,6 +47,7 @@ from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import layout
 from Products.CMFCore.CMFCatalogAware import CatalogAware
@@ -360,7 +361,7 @@ _SUBTREE = sql.SQL(
     "  SELECT jsonb_object_agg(key, value) FROM jsonb_each(o.state)"
     "  WHERE key = ANY(%s::text[])) END,"
     " jsonb_typeof(o.state) = 'object' AND o.state ?| %s::text[]"
-    " FROM (SELECT zoid, path, idx -> {index} AS value FROM {table}"
+    " FROM (SELECT zoid, path, {value} AS value FROM {table}"
     " WHERE {subtree}) AS c JOIN {objects} AS o ON o.zoid = c.zoid"
 )
 
@@ -379,11 +380,15 @@ class StoredRow:
     container: bool
 
 
-def read_subtree(conn: psycopg.Connection, root: str) -> list[StoredRow]:
-    """The cataloged rows at and below ``root`` with their settings."""
+def read_subtree(
+    conn: psycopg.Connection, root: str, ready: dict[str, str]
+) -> list[StoredRow]:
+    """The cataloged rows at and below ``root`` with their settings;
+    ``ready``: the typed columns ready in the snapshot (the index's value
+    may be stored in its column only: ``columns.value_of``)."""
     subtree, params = path_clause(root, -1)
     statement = _SUBTREE.format(
-        index=sql.Literal(INDEX),
+        value=columns.value_of(layout.TABLE, INDEX, ready),
         table=layout.TABLE,
         objects=layout.OBJECTS,
         subtree=subtree,
@@ -502,7 +507,7 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
         return False
     root = "/".join(obj.getPhysicalPath())
     with connection.reading(catalog) as conn:
-        rows = read_subtree(conn, root)
+        rows = read_subtree(conn, root, connection.ready_columns(catalog))
     if any(row.path != root for row in rows):
         try:
             above_permissions, above_local_roles = _chain_above(obj)

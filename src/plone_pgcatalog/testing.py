@@ -48,6 +48,7 @@ from plone.testing.zope import addRequestContainer
 from plone_pgcatalog import embedded
 from plone_pgcatalog import snapshots
 from plone_pgcatalog import startup
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import processor
 from plone_pgcatalog.store import schema
 from psycopg import sql
@@ -115,6 +116,30 @@ def _copied(table: str) -> sql.Composable:
     )
 
 
+def _copied_out(conn: psycopg.Connection, table: str) -> sql.Composable:
+    """What a snapshot copies of ``table`` (``_copied``): of the catalog's
+    table, ``idx`` with every value, also those stored in a typed column
+    only (``columns.whole_idx``), from which the trigger derives the
+    columns again."""
+    if table != "pgcatalog_objects":
+        return _copied(table)
+    with conn.cursor() as cur:
+        ready = {
+            name: kind for name, (kind, ok) in columns.registered(cur).items() if ok
+        }
+    values = [
+        (
+            columns.whole_idx(sql.Identifier(table), ready)
+            if name == "idx"
+            else sql.Identifier(name)
+        )
+        for name in schema.COLUMNS
+    ]
+    return sql.SQL("(SELECT zoid, {} FROM {})").format(
+        sql.SQL(", ").join(values), sql.Identifier(table)
+    )
+
+
 class DatabaseSnapshot:
     """The rows of the tables in ``SNAPSHOT_TABLES``, to restore per test.
 
@@ -130,7 +155,7 @@ class DatabaseSnapshot:
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             for table in SNAPSHOT_TABLES:
                 statement = sql.SQL("COPY {} TO STDOUT (FORMAT BINARY)").format(
-                    _copied(table)
+                    _copied_out(conn, table)
                 )
                 with conn.cursor() as cur, cur.copy(statement) as copy:
                     self.data[table] = b"".join(bytes(chunk) for chunk in copy)

@@ -711,7 +711,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
             row = pending.rows[rid]
             return row.idx, row.meta
         with connection.reading(self) as conn:
-            idx, meta = search.row_data(conn, rid)
+            idx, meta = search.row_data(conn, rid, connection.ready_columns(self))
         if idx is None:
             raise KeyError(rid)
         return idx, meta

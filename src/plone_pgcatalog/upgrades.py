@@ -23,6 +23,7 @@ from plone_pgcatalog.store import upgrade5
 from Products.CMFCore.utils import getToolByName
 
 import logging
+import psycopg
 
 logger = logging.getLogger(__name__)
 
@@ -395,8 +396,41 @@ def to_14(setup_tool) -> None:
     )
 
 
+def to_15(setup_tool) -> None:
+    """14 → 15 (database schema 13 → 14): the lists of a KeywordIndex with
+    a typed column are stored once, in the column, no longer in ``idx``
+    too (``columns.ONCE_KINDS``): the trigger takes them out of the rows
+    it writes, and the rows written before are written again in batches
+    (a sharing change of 1,000 rows: its ``UPDATE`` 278-345 ms → 178-247;
+    the table a third smaller).
+
+    After this step's commit, in its own connection: the trigger is made
+    again (an instant under the table's lock, which stops writers, not
+    readers), then the rows are written in batches of
+    ``columns.FILL_BATCH`` (writers wait for one batch at most, readers
+    never), then ``VACUUM``.  Searches find the same rows before, during
+    and after: they read those lists in their columns.
+    """
+    _after_commit(setup_tool, "lists stored once", _stored_once, _run_again(13))
+
+
+def _stored_once(conn, indexes) -> None:
+    if _still_schema_4(conn, 14):
+        return
+    columns.rebuild_trigger(conn)
+    written = columns.store_once(conn, ddl.LOCK_TIMEOUT)
+    if written:
+        try:
+            conn.execute("VACUUM (ANALYZE) pgcatalog_objects")
+        except psycopg.Error as error:
+            # The rows are written: autovacuum takes the old versions later.
+            logger.warning("plone_pgcatalog 14: VACUUM failed: %s", error)
+    _schema_version(conn, 14)
+    logger.info("plone_pgcatalog 14: rows with their lists stored once: %d", written)
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
-#: schema 13.
-PROFILE_VERSION = 14
+#: schema 13, 15 schema 14.
+PROFILE_VERSION = 15

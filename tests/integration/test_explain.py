@@ -231,7 +231,8 @@ UNINDEXED_SHAPES: dict[str, str] = {
 # calendar, effectiveRange minutes since the epoch).
 MULTIPLY = sql.SQL("""
 WITH source AS (
-    SELECT s.*, row_number() OVER (ORDER BY s.zoid) AS r
+    SELECT s.zoid, s.path, s.parent_path, s.path_depth, {idx} AS idx, s.meta,
+           s.searchable_text, row_number() OVER (ORDER BY s.zoid) AS r
     FROM pgcatalog_objects AS s
     WHERE s.path = %(site)s OR s.path LIKE %(below)s
 ), copies AS (
@@ -314,8 +315,14 @@ FROM varied
 
 
 def _multiply(dsn: str) -> None:
+    from plone_pgcatalog.store import columns
+
     with psycopg.connect(dsn) as conn:
-        conn.execute(MULTIPLY, {"site": SITE, "below": SITE + "/%", "copies": COPIES})
+        with conn.cursor() as cur:
+            ready = {n: k for n, (k, ok) in columns.registered(cur).items() if ok}
+        # Each row's lists too (stored once: in their columns only).
+        statement = MULTIPLY.format(idx=columns.whole_idx(sql.SQL("s"), ready))
+        conn.execute(statement, {"site": SITE, "below": SITE + "/%", "copies": COPIES})
         conn.commit()
         conn.autocommit = True
         conn.execute("ANALYZE pgcatalog_objects")

@@ -16,7 +16,9 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.indexer.interfaces import IIndexableObject
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store.connection import ddl_connection
+from psycopg import sql
 from tests.integration.test_transactions import _in_other_thread
 from ZODB.POSException import ConflictError
 from zope.component import getGlobalSiteManager
@@ -67,10 +69,17 @@ def _expected(portal, paths) -> dict[str, list]:
 
 
 def _stored(portal, paths) -> dict[str, list]:
+    """Each row's stored list: in its column (stored once), or in ``idx``."""
+    value = columns.value_of(
+        sql.SQL("pgcatalog_objects"),
+        "allowedRolesAndUsers",
+        {"allowedRolesAndUsers": "keywords"},
+    )
     with ddl_connection(portal.portal_catalog) as conn:
         rows = conn.execute(
-            "SELECT path, idx -> 'allowedRolesAndUsers' FROM pgcatalog_objects"
-            " WHERE path = ANY(%s)",
+            sql.SQL(
+                "SELECT path, {} FROM pgcatalog_objects WHERE path = ANY(%s)"
+            ).format(value),
             (list(paths),),
         ).fetchall()
     return {path: sorted(value or []) for path, value in rows}

@@ -18,7 +18,9 @@ from __future__ import annotations
 from Acquisition import aq_base
 from plone import api
 from plone_pgcatalog import snapshots
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import layout
+from psycopg import sql
 from tests.integration.test_typed_columns import _site
 
 import psycopg
@@ -42,10 +44,15 @@ def _copy_row(dsn: str, path: str | None, source: str = "/plone/page-1") -> None
             " JOIN pgcatalog_objects AS c ON c.zoid = o.zoid WHERE c.path = %s",
             (zoid, source),
         )
+        with conn.cursor() as cur:
+            ready = {n: k for n, (k, ok) in columns.registered(cur).items() if ok}
+        # The row's lists too (stored once: in their columns only).
         conn.execute(
-            "INSERT INTO pgcatalog_objects (zoid, path, parent_path, path_depth,"
-            " idx, meta) SELECT %s, %s, NULL, path_depth, idx, meta"
-            " FROM pgcatalog_objects WHERE path = %s",
+            sql.SQL(
+                "INSERT INTO pgcatalog_objects (zoid, path, parent_path, path_depth,"
+                " idx, meta) SELECT %s, %s, NULL, path_depth, {}, meta"
+                " FROM pgcatalog_objects AS s WHERE path = %s"
+            ).format(columns.whole_idx(sql.SQL("s"), ready)),
             (zoid, path, source),
         )
 

@@ -102,9 +102,33 @@ def test_keywords_any_and_all():
     assert '"Subject" @> %s::text[]' in text
 
 
-def test_keyword_ranges_stay_on_idx():
+def test_keyword_ranges_read_the_lists_where_they_are_stored():
+    # A ready keywords column holds the lists of strings alone (they are
+    # stored once: ``columns.stored_once``); other lists are in ``idx``.
     text, _ = _translate({"Subject": {"query": "a", "range": "min"}})
+    value = (
+        "COALESCE((pgcatalog_objects.idx -> 'Subject'),"
+        ' to_jsonb(pgcatalog_objects."Subject"))'
+    )
+    assert f"jsonb_array_elements({value})" in text
+    text, _ = _translate({"Subject": {"query": "a", "range": "min"}}, ready={})
     assert "jsonb_array_elements((idx -> 'Subject'))" in text
+    text, _ = _translate(
+        {"Subject": {"query": ["a", "z"], "range": "min:max", "operator": "and"}}
+    )
+    assert (
+        "jsonb_array_elements(COALESCE((o.idx -> 'Subject'), to_jsonb(o.\"Subject\")))"
+        in text
+    )
+    assert f"NOT {value} @> jsonb_build_array(e.k)" in text
+
+
+def test_keyword_not_only_tests_the_value_where_it_is_stored():
+    text, _ = _translate({"Subject": {"not": "a"}})
+    assert (
+        "(COALESCE((pgcatalog_objects.idx -> 'Subject'),"
+        ' to_jsonb(pgcatalog_objects."Subject")) IS NOT NULL OR EXISTS' in text
+    )
 
 
 def test_boolean_index_compares_the_boolean_column():

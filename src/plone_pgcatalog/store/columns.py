@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from plone_pgcatalog.store import layout
 from psycopg import sql
 
+import json
 import logging
 import psycopg
 import time
@@ -352,6 +353,66 @@ def derived_columns(
     ]
 
 
+#: The kinds of typed column whose values are stored once: in the column,
+#: not in ``idx`` too, once the column is ready (``stored_once``).  A
+#: KeywordIndex's list of strings (``object_provides``: some 60 names, 70 %
+#: of a Plone page's ``idx``): written again into ``idx``, its TOAST value
+#: and its GIN entries made a third to a half of a sharing change's
+#: ``UPDATE`` (``benchmarks/README.rst``, "Each value stored once").  A
+#: list with other values than strings stays in ``idx`` (its column holds
+#: the strings).
+ONCE_KINDS = ("keywords",)
+
+
+def stored_once(columns: dict[str, str]) -> frozenset[str]:
+    """Of ready ``columns`` (``{column: kind}``), those whose keys the
+    trigger takes out of ``idx`` (``ONCE_KINDS``): a row's value of such
+    an index is in ``idx`` only where the column cannot give it back."""
+    return frozenset(name for name, kind in columns.items() if kind in ONCE_KINDS)
+
+
+def restored(column: sql.Composable) -> sql.Composed:
+    """The JSON value a column of ``ONCE_KINDS`` gives back (NULL for
+    NULL)."""
+    return sql.SQL("to_jsonb({})").format(column)
+
+
+def whole_idx(row: sql.Composable, columns: dict[str, str]) -> sql.Composable:
+    """A row's ``idx`` with every value (SQL): its own keys, and the value
+    of each column stored once (``stored_once`` of the ready ``columns``)
+    whose key it does not hold.  ``row`` is the row's name in the
+    statement (a table alias).  What readers of whole values read
+    (``getIndexDataForRID``, the overlay's stored rows, the index views,
+    reports), instead of ``idx``."""
+    once = sorted(stored_once(columns))
+    if not once:
+        return sql.SQL("{}.idx").format(row)
+    pairs = sql.SQL(", ").join(
+        sql.SQL("{}, {}").format(
+            sql.Literal(name),
+            restored(sql.SQL("{}.{}").format(row, sql.Identifier(name))),
+        )
+        for name in once
+    )
+    return sql.SQL("(jsonb_strip_nulls(jsonb_build_object({})) || {}.idx)").format(
+        pairs, row
+    )
+
+
+def value_of(
+    row: sql.Composable, index_name: str, columns: dict[str, str]
+) -> sql.Composable:
+    """One index's JSON value of a row (SQL), wherever it is stored: in
+    ``idx``, or, for a column stored once, in the column where ``idx`` has
+    none (``whole_idx``)."""
+    key = sql.SQL("({}.idx -> {})").format(row, sql.Literal(index_name))
+    if index_name not in stored_once(columns):
+        return key
+    return sql.SQL("COALESCE({}, {})").format(
+        key, restored(sql.SQL("{}.{}").format(row, sql.Identifier(index_name)))
+    )
+
+
 def sql_index_name(index_name: str) -> str:
     """The name of the SQL index of a typed column."""
     return layout.sql_index_name(index_name, "c")
@@ -385,6 +446,17 @@ def registered(cur: psycopg.Cursor) -> dict[str, tuple[str, bool]]:
 #: the statement's time (``benchmarks/write_cost_probe.py``).
 PATCHED_KEYS = "pgcatalog.patched_keys"
 
+#: ``PATCHED_KEYS`` of an ``UPDATE`` that writes whole rows (every key of
+#: each row's ``idx``): the trigger derives every column, as for an
+#: ``INSERT``.  Without it, a key stored once (``stored_once``) that a
+#: whole row no longer has would look unwritten, its column kept.
+WHOLE_ROWS = '"*"'
+
+#: A setting of a transaction that puts values stored once back into
+#: ``idx`` (``_drop_column``): the keys (a JSON list) the trigger leaves in
+#: ``idx`` in the rows it writes.
+KEPT_KEYS = "pgcatalog.kept_keys"
+
 
 def _derive_into(names: list[str], columns: dict[str, str]) -> sql.Composed:
     """``SELECT ... INTO NEW."name", ...;``: the columns ``names`` derived
@@ -401,11 +473,17 @@ def _derive_into(names: list[str], columns: dict[str, str]) -> sql.Composed:
     )
 
 
-def trigger_ddl(columns: dict[str, str]) -> sql.Composed:
+def trigger_ddl(
+    columns: dict[str, str], once: frozenset[str] = frozenset()
+) -> sql.Composed:
     """The trigger that derives the typed columns of ``columns`` from a
     written row's ``idx``: every one (one ``SELECT ... INTO`` for all of
-    them), or, for an ``UPDATE`` that names the keys it changes
-    (``PATCHED_KEYS``), the columns of those keys."""
+    them) for an ``INSERT`` and an ``UPDATE`` of whole rows
+    (``PATCHED_KEYS`` ``WHOLE_ROWS``); for an ``UPDATE`` that names the keys
+    it changes, the columns of those keys; for one that names nothing, the
+    columns of the keys whose value it changes.  Then each key of a column
+    of ``once`` (``stored_once``) leaves ``idx`` where its column gives
+    the value back exactly (``restored``)."""
     if columns:
         by_key: dict[str, list[str]] = {}
         for name in sorted(columns):
@@ -416,14 +494,50 @@ def trigger_ddl(columns: dict[str, str]) -> sql.Composed:
             )
             for key, names in sorted(by_key.items())
         )
+        # A key no longer in ``idx`` (stored once) is not written: its
+        # column keeps its value.
+        written = sql.SQL(" ").join(
+            sql.SQL(
+                "IF (NEW.idx -> {key}) IS DISTINCT FROM (OLD.idx -> {key})"
+                " THEN {derive} END IF;"
+            ).format(key=sql.Literal(key), derive=_derive_into(names, columns))
+            for key, names in sorted(by_key.items())
+        )
+        stripped = sql.SQL(" ").join(
+            sql.SQL(
+                "IF NEW.{column} IS NOT NULL AND (NEW.idx -> {key})::text"
+                " = ({value})::text AND NOT kept ? {key}"
+                " THEN NEW.idx := NEW.idx - {key}; END IF;"
+            ).format(
+                column=sql.Identifier(name),
+                key=sql.Literal(name),
+                value=restored(sql.SQL("NEW.") + sql.Identifier(name)),
+            )
+            for name in sorted(once)
+            if name in columns
+        )
         body = sql.SQL(
             "DECLARE patched jsonb := NULLIF(current_setting({setting}, true),"
-            " '')::jsonb; BEGIN IF TG_OP = 'INSERT' OR patched IS NULL THEN {all}"
-            " ELSE {patched} END IF;"
+            " '')::jsonb; kept jsonb := COALESCE(NULLIF(current_setting({keep},"
+            " true), '')::jsonb, '[]'); BEGIN IF NEW.idx IS NULL THEN RAISE"
+            " EXCEPTION USING ERRCODE = 'not_null_violation', MESSAGE ="
+            " 'plone_pgcatalog: idx of the row ' || NEW.zoid || ' set to NULL',"
+            " HINT = {hint}; END IF;"
+            " IF TG_OP = 'INSERT' OR patched ="
+            " {whole} THEN {all} ELSIF patched IS NULL THEN {written} ELSE"
+            " {patched} END IF; {stripped}"
         ).format(
             setting=sql.Literal(PATCHED_KEYS),
+            keep=sql.Literal(KEPT_KEYS),
+            hint=sql.Literal(
+                "a keyword list is stored in its typed column only, not in idx:"
+                " jsonb_set(idx, ...) of idx -> that key gives NULL"
+            ),
+            whole=sql.Literal(WHOLE_ROWS),
             all=_derive_into(sorted(columns), columns),
+            written=written,
             patched=patched,
+            stripped=stripped,
         )
     else:
         body = sql.SQL("BEGIN")
@@ -459,8 +573,10 @@ def _set_exclusive_lock_timeout(cur: psycopg.Cursor) -> None:
 
 
 def _rebuild_trigger(cur: psycopg.Cursor) -> None:
-    columns = {name: kind for name, (kind, _ready) in registered(cur).items()}
-    cur.execute(trigger_ddl(columns))
+    known = registered(cur)
+    columns = {name: kind for name, (kind, _ready) in known.items()}
+    ready = {name: kind for name, (kind, ok) in known.items() if ok}
+    cur.execute(trigger_ddl(columns, stored_once(ready)))
 
 
 def rebuild_trigger(conn: psycopg.Connection) -> None:
@@ -584,12 +700,20 @@ def _add_column(
         cur.execute(
             "UPDATE pgcatalog_columns SET ready = true WHERE name = %s", (name,)
         )
+        if kind in ONCE_KINDS:
+            # From now on the trigger takes the key out of ``idx`` as rows
+            # are written (readers use the column: it is ready in every
+            # snapshot that sees the first row without the key).
+            cur.execute("SELECT pg_advisory_xact_lock(0)")
+            _rebuild_trigger(cur)
     logger.info(
         "plone_pgcatalog: typed column %r (%s) ready, %d rows filled",
         name,
         kind,
         filled,
     )
+    if kind in ONCE_KINDS:
+        store_once(conn, lock_timeout, name)
     return True
 
 
@@ -598,12 +722,14 @@ def _wide(cur: psycopg.Cursor, name: str, kind: str) -> bool:
     measured on the values derived from ``idx`` of the first
     ``WIDE_SAMPLE`` rows (at most that many rows read), or, where none of
     them has one, by ``WIDE_INDEXES``."""
+    ready = {c: k for c, (k, ok) in registered(cur).items() if ok}
+    value = value_of(sql.SQL("o"), name, ready)
     cur.execute(
         sql.SQL(
-            "SELECT avg(pg_column_size({})) FROM (SELECT idx FROM pgcatalog_objects"
-            " LIMIT %s) AS o WHERE o.idx ? %s"
-        ).format(derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(name)))),
-        (WIDE_SAMPLE, name),
+            "SELECT avg(pg_column_size({})) FROM (SELECT * FROM pgcatalog_objects"
+            " LIMIT %s) AS o WHERE {} IS NOT NULL"
+        ).format(derive(kind, value), value),
+        (WIDE_SAMPLE,),
     )
     size = cur.fetchone()[0]
     if size is None:
@@ -625,7 +751,10 @@ def _fill(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) -> 
     """Set the column of the rows written before it existed, in batches in
     zoid order (rows written since are set by the trigger).  Returns the
     number of rows filled; logs progress every 10 seconds."""
-    value = derive(kind, sql.SQL("(o.idx -> {})").format(sql.Literal(source_key(name))))
+    with conn.cursor() as cur:
+        ready = {c: k for c, (k, ok) in registered(cur).items() if ok}
+    # The list numbers of a keywords column stored once: from the column.
+    value = derive(kind, value_of(sql.SQL("o"), source_key(name), ready))
     # Numbering a batch's rows may add lists, which a commit writing one of
     # them would wait for while holding a row the batch has yet to write:
     # each batch holds zodb-pgjsonb's commit lock (commits wait for one
@@ -643,6 +772,8 @@ def _rewrite(
     doing: str,
     progress: str | None = None,
     commit_lock: bool = False,
+    where: sql.Composable = sql.SQL("TRUE"),
+    settings: dict[str, str] | None = None,
 ) -> int:
     """Set column ``name`` of every row to ``value`` (SQL on the row, ``o``),
     in batches of ``FILL_BATCH`` rows in zoid order, each its own
@@ -650,13 +781,15 @@ def _rewrite(
     every 10 seconds.  With ``progress`` (a key of ``pgcatalog_state``),
     each batch records its last zoid there, and a run after an interrupted
     one goes on after it.  With ``commit_lock``, each batch holds
-    zodb-pgjsonb's commit lock."""
+    zodb-pgjsonb's commit lock.  ``where``: only the rows it holds for
+    (SQL on the table's columns); ``settings``: set in each batch's
+    transaction."""
     batch = sql.SQL(
         "WITH batch AS (SELECT zoid FROM pgcatalog_objects WHERE zoid > %s"
-        " ORDER BY zoid LIMIT %s)"
+        " AND {where} ORDER BY zoid LIMIT %s)"
         " UPDATE pgcatalog_objects AS o SET {column} = {value} FROM batch"
         " WHERE o.zoid = batch.zoid RETURNING o.zoid"
-    ).format(column=sql.Identifier(name), value=value)
+    ).format(column=sql.Identifier(name), value=value, where=where)
     last, filled = -1, 0
     if progress is not None:
         with conn.cursor() as cur:
@@ -669,6 +802,8 @@ def _rewrite(
             _set_lock_timeout(cur, lock_timeout)
             if commit_lock:
                 cur.execute("SELECT pg_advisory_xact_lock(0)")
+            for setting, value_set in (settings or {}).items():
+                cur.execute("SELECT set_config(%s, %s, true)", (setting, value_set))
             cur.execute(batch, (last, FILL_BATCH))
             zoids = [row[0] for row in cur.fetchall()]
             if zoids and progress is not None:
@@ -806,7 +941,18 @@ def drop_column(conn: psycopg.Connection, index_name: str, lock_timeout: str) ->
 
 
 def _drop_column(conn: psycopg.Connection, name: str, lock_timeout: str) -> bool:
-    """``drop_column`` of the typed column ``name``; whether it was."""
+    """``drop_column`` of the typed column ``name``; whether it was.  The
+    values of a column stored once go back into ``idx`` first (another
+    site of the database may query the index through ``idx`` when the
+    column is gone): in batches while the column is ready (the trigger
+    leaves the key in the rows each batch writes, ``KEPT_KEYS``), then
+    the rows written meanwhile in the transaction that marks it not
+    ready, after which the trigger leaves the key in every row."""
+    with conn.cursor() as cur:
+        kind = registered(cur).get(name, (None, False))[0]
+    once = kind in ONCE_KINDS
+    if once:
+        _restore(conn, name, kind, lock_timeout)
     with conn.transaction(), conn.cursor() as cur:
         _set_lock_timeout(cur, lock_timeout)
         cur.execute(
@@ -815,6 +961,15 @@ def _drop_column(conn: psycopg.Connection, name: str, lock_timeout: str) -> bool
         )
         if cur.fetchone() is None:
             return False
+        if once:
+            cur.execute("SELECT pg_advisory_xact_lock(0)")
+            _rebuild_trigger(cur)
+            restore, missing = _restoring(name, kind)
+            cur.execute(
+                sql.SQL("UPDATE pgcatalog_objects AS o SET idx = {} WHERE {}").format(
+                    restore, missing
+                )
+            )
     with conn.transaction(), conn.cursor() as cur:
         _set_exclusive_lock_timeout(cur)
         cur.execute("SELECT pg_advisory_xact_lock(0)")
@@ -826,6 +981,52 @@ def _drop_column(conn: psycopg.Connection, name: str, lock_timeout: str) -> bool
             )
         )
     return True
+
+
+def _restoring(name: str, kind: str) -> tuple[sql.Composable, sql.Composable]:
+    """The ``idx`` that gives back the values of column ``name`` stored once
+    (SQL on the row ``o``), and the rows that need it."""
+    restore = whole_idx(sql.SQL("o"), {name: kind})
+    missing = sql.SQL("{} IS NOT NULL AND NOT idx ? {}").format(
+        sql.Identifier(name), sql.Literal(name)
+    )
+    return restore, missing
+
+
+def _restore(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) -> int:
+    """Put the values of column ``name`` (stored once) back into ``idx``, in
+    batches; the number of rows written."""
+    restore, missing = _restoring(name, kind)
+    return _rewrite(
+        conn,
+        "idx",
+        restore,
+        lock_timeout,
+        "putting back into idx the values of",
+        where=missing,
+        settings={KEPT_KEYS: json.dumps([name])},
+    )
+
+
+def store_once(
+    conn: psycopg.Connection, lock_timeout: str, name: str | None = None
+) -> int:
+    """Take out of ``idx`` of the rows written before (in batches) the keys
+    the trigger now takes out as rows are written (``stored_once``): of
+    column ``name``, or of every such column.  Each row is written as it
+    is and the trigger takes out what its columns give back.  The number
+    of rows written; ``conn`` is in autocommit mode."""
+    with conn.cursor() as cur:
+        ready = {c: k for c, (k, ok) in registered(cur).items() if ok}
+    once = sorted(stored_once(ready))
+    if name is not None:
+        once = [n for n in once if n == name]
+    if not once:
+        return 0
+    held = sql.SQL("idx ?| {}").format(sql.Literal(once))
+    return _rewrite(
+        conn, "idx", sql.SQL("o.idx"), lock_timeout, "storing once", where=held
+    )
 
 
 # -- covering indexes: counts without the heap -----------------------------------

@@ -15,6 +15,7 @@ from dataclasses import field
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.store.columns import derivable
 from plone_pgcatalog.store.columns import derived_columns
+from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import TABLE
@@ -74,6 +75,9 @@ class Overlay:
         branch reads them as stored, the others derive them from their
         ``idx`` as the table's trigger does (``store.columns``).
         """
+        # Rows whose columns are derived read every value, also those
+        # stored once (in their column, not in ``idx``).
+        whole = whole_idx(TABLE, columns or {})
         columns = derivable(columns or {})
         typed = sql.SQL("").join(
             sql.SQL(", ") + sql.Identifier(name) for name in sorted(columns)
@@ -129,7 +133,9 @@ class Overlay:
                 ),
                 _derived(
                     stored_rows.format(
-                        sql.SQL("idx || COALESCE(%s::jsonb -> path, '{}'::jsonb)"),
+                        sql.SQL(
+                            "{} || COALESCE(%s::jsonb -> path, '{{}}'::jsonb)"
+                        ).format(whole),
                         sql.SQL(""),
                         TABLE,
                         sql.SQL(" AND ").join(hidden),
@@ -159,13 +165,14 @@ class Overlay:
                 _derived(
                     sql.SQL(
                         "SELECT o.zoid, o.path, o.parent_path, o.path_depth,"
-                        " (o.idx - p.removed) || p.vals AS idx,"
+                        " ({whole} - p.removed) || p.vals AS idx,"
                         " CASE WHEN p.text_given THEN {vector}"
                         " ELSE o.searchable_text END"
                         " FROM {table} AS o JOIN jsonb_to_recordset(%s) AS"
                         " {patch_columns} ON p.zoid = o.zoid"
                         " WHERE {unmoved} AND {gone}"
                     ).format(
+                        whole=whole_idx(sql.SQL("o"), columns),
                         table=TABLE,
                         vector=patch_vector,
                         patch_columns=sql.SQL(patch_columns),
@@ -179,7 +186,7 @@ class Overlay:
         if self.relocations:
             # Stored rows of moved subtrees, at their new paths, with their
             # partial reindexes and new positions merged in.
-            moved, moved_params = relocated_rows(self.relocations)
+            moved, moved_params = relocated_rows(self.relocations, columns)
             branches.append(
                 _derived(
                     sql.SQL(

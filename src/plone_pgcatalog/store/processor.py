@@ -217,6 +217,15 @@ def patched_keys(patches: list[CatalogPatch]) -> list[str]:
     return sorted(keys)
 
 
+def _by_keys(patches: list[CatalogPatch]) -> list[tuple[list[str], list]]:
+    """``patches`` grouped by the keys each changes (``patched_keys``), in
+    the order of their first patch."""
+    groups: dict[tuple[str, ...], list] = {}
+    for patch in patches:
+        groups.setdefault(tuple(patched_keys([patch])), []).append(patch)
+    return [(list(keys), group) for keys, group in groups.items()]
+
+
 def row_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
     """Bound parameters of ``_UPDATE_ROWS``: one array per column."""
     return (
@@ -321,16 +330,24 @@ def _write_rows(cursor, pending) -> None:
     conn.execute(GENERIC_PLAN, prepare=True)
     if pending.rows:
         arrays = row_arrays(list(pending.rows.values()))
+        # Whole rows: the trigger derives every column (a key stored once
+        # that a row no longer has is written too: its column emptied).
+        cursor.execute(_PATCHED_KEYS, (columns.WHOLE_ROWS,))
         cursor.execute(_UPDATE_ROWS, arrays, prepare=True)
+        cursor.execute(_PATCHED_KEYS, ("",))
         cursor.execute(_INSERT_ROWS, arrays, prepare=True)
     if pending.patches:
         patches = list(pending.patches.values())
-        arrays = patch_arrays(patches)
-        # The trigger derives the typed columns of these keys only.
-        cursor.execute(_PATCHED_KEYS, (json.dumps(patched_keys(patches)),))
-        cursor.execute(_PATCH_ROWS, arrays, prepare=True)
+        # The trigger derives the typed columns of the keys named, from
+        # each row's new ``idx``: one statement per set of keys, so that
+        # every row of a statement gives or removes each key named (a row
+        # that named none of a key stored once, a list in its column only,
+        # would have its column derived from nothing).
+        for keys, group in _by_keys(patches):
+            cursor.execute(_PATCHED_KEYS, (json.dumps(keys),))
+            cursor.execute(_PATCH_ROWS, patch_arrays(group), prepare=True)
         cursor.execute(_PATCHED_KEYS, ("",))
-        cursor.execute(_INSERT_PATCHED, arrays, prepare=True)
+        cursor.execute(_INSERT_PATCHED, patch_arrays(patches), prepare=True)
     texts, without = text_arrays([*pending.rows.values(), *pending.patches.values()])
     if texts[0]:
         cursor.execute(_WRITE_TEXTS, texts, prepare=True)

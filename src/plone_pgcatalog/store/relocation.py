@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import path_depth
+from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import TABLE
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -166,13 +167,18 @@ def relocate_statement(
     return statement, params
 
 
-def relocated_rows(relocations: tuple[Relocation, ...]) -> tuple[sql.Composed, list]:
+def relocated_rows(
+    relocations: tuple[Relocation, ...], columns: dict[str, str]
+) -> tuple[sql.Composed, list]:
     """The stored rows of relocated subtrees where they are now:
-    ``zoid, path, parent_path, path_depth, idx, searchable_text``."""
+    ``zoid, path, parent_path, path_depth, idx, searchable_text``, ``idx``
+    with every value (``columns.whole_idx`` of the ready ``columns``)."""
     within, within_params = _within(relocations)
     statement = _MATCHES.format(
         table=TABLE,
-        extra=sql.SQL(", s.idx, s.searchable_text"),
+        extra=sql.SQL(", {} AS idx, s.searchable_text").format(
+            whole_idx(sql.SQL("s"), columns)
+        ),
         within=within,
         excluded=sql.SQL(""),
     )

@@ -29,7 +29,7 @@ _TABLE = TABLE.as_string(None)
 # ``{typed}``: the typed columns that differ from what ``idx`` derives
 # (``typed_drift``).
 STORED_ROWS = sql.SQL(
-    "SELECT s.zoid, s.path, s.idx, s.meta,"
+    "SELECT s.zoid, s.path, {idx}, s.meta,"
     " s.searchable_text IS NOT DISTINCT FROM {vector}, {typed}"
     " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS e(zoid, config, words)"
     " JOIN " + _TABLE + " AS s ON s.zoid = e.zoid"
@@ -44,7 +44,7 @@ def typed_drift(typed: dict[str, str]) -> sql.Composable:
         return sql.SQL("ARRAY[]::text[]")
     checks = []
     for name, kind in sorted(typed.items()):
-        value = sql.SQL("(s.idx -> {})").format(sql.Literal(columns.source_key(name)))
+        value = columns.value_of(sql.SQL("s"), columns.source_key(name), typed)
         stored = sql.SQL("s.{}").format(sql.Identifier(name))
         if kind == "set":
             # A list's number is not derived but found (found anew, it may
@@ -177,15 +177,16 @@ CATALOG_PAGE = sql.SQL(
     " FROM " + _TABLE + ' WHERE {} ORDER BY path COLLATE "C" LIMIT %s OFFSET %s'
 )
 
-#: Per key of ``idx``: the rows with a value (not JSON null, not an empty
-#: list) and the distinct values (each element of a list counted).
+#: Per key of ``idx`` (``{idx}``: with the values stored in columns only,
+#: ``columns.whole_idx``): the rows with a value (not JSON null, not an
+#: empty list) and the distinct values (each element of a list counted).
 INDEX_FIGURES = sql.SQL(
     "SELECT e.key, count(DISTINCT s.zoid), count(DISTINCT v.value)"
     " FROM " + _TABLE + " AS s"
-    " CROSS JOIN LATERAL jsonb_each(s.idx) AS e(key, value)"
+    " CROSS JOIN LATERAL jsonb_each({idx}) AS e(key, value)"
     " CROSS JOIN LATERAL jsonb_array_elements(CASE jsonb_typeof(e.value)"
     " WHEN 'array' THEN e.value ELSE jsonb_build_array(e.value) END) AS v(value)"
-    " WHERE {} AND v.value <> 'null'::jsonb GROUP BY e.key"
+    " WHERE {site} AND v.value <> 'null'::jsonb GROUP BY e.key"
 )
 
 #: The catalog's tables and SQL indexes: name, kind (``r``/``i``), the

@@ -94,7 +94,9 @@ import psycopg
 #: names as changed (``columns.PATCHED_KEYS``).
 #: 13: each covering index also holds the other ``columns.COVERED``
 #: columns: a type and a state together are counted from one index.
-SCHEMA_VERSION = 13
+#: 14: the lists of KeywordIndexes with a typed column are stored once, in
+#: the column (``columns.ONCE_KINDS``), not in ``idx`` too.
+SCHEMA_VERSION = 14
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"

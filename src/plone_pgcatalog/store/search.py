@@ -19,6 +19,7 @@ from plone_pgcatalog.fulltext import MARK_START
 from plone_pgcatalog.fulltext import passage_ends
 from plone_pgcatalog.query import exact_text
 from plone_pgcatalog.query import SearchSQL
+from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.connection import FORCED
 from plone_pgcatalog.store.connection import json_cursor
 from plone_pgcatalog.store.connection import send_search
@@ -633,13 +634,18 @@ def path_of(conn: psycopg.Connection, zoid: int, site_path: str) -> str | None:
     return row[0] if row else None
 
 
-_ROW_DATA = sql.SQL("SELECT idx, meta::json FROM {} WHERE zoid = %s").format(TABLE)
+_ROW_DATA = sql.SQL("SELECT {}, meta::json FROM {} WHERE zoid = %s")
 
 
-def row_data(conn: psycopg.Connection, zoid: int) -> tuple[dict | None, dict | None]:
-    """``(idx, meta)`` of one cataloged row, or ``(None, None)``."""
+def row_data(
+    conn: psycopg.Connection, zoid: int, ready: dict[str, str]
+) -> tuple[dict | None, dict | None]:
+    """``(idx, meta)`` of one cataloged row, or ``(None, None)``: ``idx``
+    with every value, also those stored in a column only (``whole_idx``
+    of the ``ready`` columns)."""
+    statement = _ROW_DATA.format(whole_idx(TABLE, ready), TABLE)
     with json_cursor(conn) as cursor:
-        cursor.execute(_ROW_DATA, (zoid,))
+        cursor.execute(statement, (zoid,))
         row = cursor.fetchone()
     return (row[0], row[1]) if row else (None, None)
 

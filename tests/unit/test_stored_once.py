@@ -1,0 +1,91 @@
+"""Keyword lists stored once (``columns.stored_once``): the SQL that
+reads them where they are and the trigger that takes them out of
+``idx``, as text; and the commit's patches grouped by their keys.  No
+database (``tests/integration/test_stored_once.py`` runs them)."""
+
+from __future__ import annotations
+
+from plone_pgcatalog.extraction import CatalogPatch
+from plone_pgcatalog.store import columns
+from plone_pgcatalog.store.processor import _by_keys
+from psycopg import sql
+
+READY = {
+    "Subject": "keywords",
+    "allowedRolesAndUsers": "keywords",
+    "allowedRolesAndUsers:set": "set",
+    "portal_type": "text",
+}
+
+
+def test_only_keywords_columns_are_stored_once():
+    assert columns.stored_once(READY) == {"Subject", "allowedRolesAndUsers"}
+    assert columns.stored_once({"portal_type": "text"}) == frozenset()
+
+
+def test_whole_idx_gives_back_the_lists_idx_does_not_hold():
+    text = columns.whole_idx(sql.SQL("s"), READY).as_string(None)
+    assert text == (
+        "(jsonb_strip_nulls(jsonb_build_object("
+        "'Subject', to_jsonb(s.\"Subject\"), "
+        "'allowedRolesAndUsers', to_jsonb(s.\"allowedRolesAndUsers\")))"
+        " || s.idx)"
+    )
+    # ``idx`` comes last: where it holds a list (one the column cannot give
+    # back), its own value wins.
+    assert columns.whole_idx(sql.SQL("s"), {}).as_string(None) == "s.idx"
+
+
+def test_value_of_reads_the_column_where_idx_has_no_value():
+    assert columns.value_of(sql.SQL("o"), "Subject", READY).as_string(None) == (
+        "COALESCE((o.idx -> 'Subject'), to_jsonb(o.\"Subject\"))"
+    )
+    assert columns.value_of(sql.SQL("o"), "portal_type", READY).as_string(None) == (
+        "(o.idx -> 'portal_type')"
+    )
+    # A column not ready: its lists are all in ``idx``.
+    assert columns.value_of(sql.SQL("o"), "Subject", {}).as_string(None) == (
+        "(o.idx -> 'Subject')"
+    )
+
+
+def test_the_trigger_takes_out_what_the_column_gives_back():
+    typed = {name: kind for name, kind in READY.items()}
+    ddl = columns.trigger_ddl(typed, columns.stored_once(READY)).as_string(None)
+    for name in ("Subject", "allowedRolesAndUsers"):
+        assert (
+            f"IF NEW.\"{name}\" IS NOT NULL AND (NEW.idx -> ''{name}'')::text"
+            f" = (to_jsonb(NEW.\"{name}\"))::text AND NOT kept ? ''{name}''"
+            f" THEN NEW.idx := NEW.idx - ''{name}''; END IF;"
+        ) in ddl
+    assert "NEW.idx - ''portal_type''" not in ddl
+    # Whole rows derive every column; a write that names no key derives
+    # the columns of the keys whose value it changes.
+    assert "IF TG_OP = ''INSERT'' OR patched = ''\"*\"'' THEN" in ddl
+    assert (
+        "IF (NEW.idx -> ''Subject'') IS DISTINCT FROM (OLD.idx -> ''Subject'')"
+    ) in ddl
+    # Made before the column is ready (``add_column``): nothing taken out.
+    assert "NEW.idx - " not in columns.trigger_ddl(typed).as_string(None)
+
+
+def _patch(zoid: int, values: dict, removed=()) -> CatalogPatch:
+    return CatalogPatch(
+        zoid=zoid,
+        path=f"/plone/p{zoid}",
+        values=values,
+        removed=tuple(removed),
+        meta={},
+        update_metadata=False,
+    )
+
+
+def test_patches_are_written_by_the_keys_they_change():
+    sharing = [_patch(n, {"allowedRolesAndUsers": ["Anonymous"]}) for n in (1, 2)]
+    subject = _patch(3, {"Subject": ["blue"]})
+    cleared = _patch(4, {}, removed=["Subject"])
+    groups = _by_keys([sharing[0], subject, sharing[1], cleared])
+    assert groups == [
+        (["allowedRolesAndUsers"], sharing),
+        (["Subject"], [subject, cleared]),
+    ]
