@@ -1002,7 +1002,7 @@ def _restore(conn: psycopg.Connection, name: str, kind: str, lock_timeout: str) 
         "idx",
         restore,
         lock_timeout,
-        "putting back into idx the values of",
+        "keyword lists put back into idx from",
         where=missing,
         settings={KEPT_KEYS: json.dumps([name])},
     )
@@ -1025,7 +1025,12 @@ def store_once(
         return 0
     held = sql.SQL("idx ?| {}").format(sql.Literal(once))
     return _rewrite(
-        conn, "idx", sql.SQL("o.idx"), lock_timeout, "storing once", where=held
+        conn,
+        "idx",
+        sql.SQL("o.idx"),
+        lock_timeout,
+        "keyword lists stored once:",
+        where=held,
     )
 
 
