@@ -401,8 +401,8 @@ def to_15(setup_tool) -> None:
     a typed column are stored once, in the column, no longer in ``idx``
     too (``columns.ONCE_KINDS``): the trigger takes them out of the rows
     it writes, and the rows written before are written again in batches
-    (a sharing change of 1,000 rows: its ``UPDATE`` 278-345 ms → 178-247;
-    the table a third smaller).
+    (500 documents: a row 3,479 → 2,571 bytes, the table with its TOAST
+    8.6 → 6.9 MB; writes as fast as before).
 
     After this step's commit, in its own connection: the trigger is made
     again (an instant under the table's lock, which stops writers, not

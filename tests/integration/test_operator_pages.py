@@ -208,7 +208,7 @@ def test_database_figures(pg_layer):
         "13 -> 14: Covering indexes of a type and a state"
         " (index-only counts of both)",
         "14 -> 15: Keyword lists stored once, in their typed columns"
-        " (faster sharing changes, a smaller table)",
+        " (a smaller table)",
     ]
 
 
