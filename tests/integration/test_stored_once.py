@@ -14,7 +14,9 @@ from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import schema
 from tests.integration.test_keyed_trigger import _column
 from tests.integration.test_keyed_trigger import _drifted
+from tests.integration.test_typed_columns import _next_transaction
 from tests.integration.test_typed_columns import _site
+from tests.integration.test_typed_columns import _site_with_index
 from tests.integration.test_upgrades import _upgrade_from
 
 import psycopg
@@ -75,29 +77,28 @@ def test_a_list_of_strings_is_in_its_column_only(pg_layer):
     assert _drifted(dsn) == []
 
 
-def test_a_list_the_column_cannot_give_back_stays_in_idx(pg_layer):
+def _by_hand(pg_layer, idx: str) -> str:
+    """A site of one page whose ``idx`` is set to ``idx`` (SQL) by a write
+    that names no key (written by hand): the trigger derives the columns
+    of the keys whose value it changes.  The database's address."""
     _site(pg_layer, count=1)
     dsn = pg_layer["pgcatalog_dsn"]
     with psycopg.connect(dsn) as conn:
-        # A write that names no key (written by hand): the trigger derives
-        # the columns of the keys whose value it changes.
         conn.execute(
-            'UPDATE pgcatalog_objects SET idx = idx || \'{"Subject": ["a", 5]}\''
-            " WHERE path = '/plone/page-0'"
+            f"UPDATE pgcatalog_objects SET idx = {idx} WHERE path = '/plone/page-0'"
         )
+    return dsn
+
+
+def test_a_list_the_column_cannot_give_back_stays_in_idx(pg_layer):
+    dsn = _by_hand(pg_layer, 'idx || \'{"Subject": ["a", 5]}\'')
     assert _in_idx(dsn, "/plone/page-0")["Subject"] == ["a", 5]
     assert _column(dsn, "Subject", "/plone/page-0") == ["a"]
     assert _drifted(dsn) == []
 
 
 def test_a_write_that_does_not_change_a_list_keeps_its_column(pg_layer):
-    _site(pg_layer, count=1)
-    dsn = pg_layer["pgcatalog_dsn"]
-    with psycopg.connect(dsn) as conn:
-        conn.execute(
-            "UPDATE pgcatalog_objects SET idx = jsonb_set(idx,"
-            " '{getObjPositionInParent}', '7') WHERE path = '/plone/page-0'"
-        )
+    dsn = _by_hand(pg_layer, "jsonb_set(idx, '{getObjPositionInParent}', '7')")
     assert _column(dsn, "getObjPositionInParent", "/plone/page-0") == 7
     assert _column(dsn, "Subject", "/plone/page-0") == ["red", "tag-0"]
     assert "Subject" not in _in_idx(dsn, "/plone/page-0")
@@ -157,21 +158,11 @@ def test_pending_changes_see_the_stored_lists(pg_layer):
     assert _paths(portal, Subject="tag-0") == ["/plone/page-0"]
 
 
-def _next_transaction(portal) -> None:
-    """Begin a transaction: zodb-pgjsonb runs the deferred DDL first."""
-    transaction.commit()
-    portal._p_jar.sync()
-
-
 def test_a_dropped_column_gives_its_lists_back_to_idx(pg_layer):
     """``delIndex``: the lists go back into ``idx`` before the column goes
     (``columns.drop_column``); the index added again fills its column from
     them, and they are stored once again."""
-    portal = _site(pg_layer, count=3)
-    dsn = pg_layer["pgcatalog_dsn"]
-    catalog = portal.portal_catalog
-    catalog.addIndex("pgc_tags", "KeywordIndex")
-    _next_transaction(portal)
+    portal, dsn, catalog = _site_with_index(pg_layer, "pgc_tags", "KeywordIndex", 3)
     try:
         for number, tags in enumerate((["a", "b"], ["a"], ["a", 5])):
             portal[f"page-{number}"].pgc_tags = tags

@@ -335,13 +335,19 @@ def test_an_index_change_undone_within_its_transaction_changes_no_column(pg_laye
     assert "pgc_same" not in _columns_of(dsn)
 
 
+def _site_with_index(pg_layer, name: str, meta_type: str, count: int):
+    """``(portal, dsn, catalog)`` of a site of ``count`` pages whose catalog
+    has the index ``name`` of ``meta_type`` too, its column made."""
+    portal = _site(pg_layer, count=count)
+    catalog = portal.portal_catalog
+    catalog.addIndex(name, meta_type)
+    _next_transaction(portal)
+    return portal, pg_layer["pgcatalog_dsn"], catalog
+
+
 def test_an_index_change_whose_commit_fails_late_is_undone(pg_layer):
     """The change ran at the commit's start; the vote failed after it."""
-    portal = _site(pg_layer, count=2)
-    dsn = pg_layer["pgcatalog_dsn"]
-    catalog = portal.portal_catalog
-    catalog.addIndex("pgc_back", "FieldIndex")
-    _next_transaction(portal)
+    portal, dsn, catalog = _site_with_index(pg_layer, "pgc_back", "FieldIndex", 2)
     try:
         # Deleted, then added again as another type, in one transaction.
         catalog.delIndex("pgc_back")

@@ -493,30 +493,31 @@ def trigger_ddl(
         by_key: dict[str, list[str]] = {}
         for name in sorted(columns):
             by_key.setdefault(source_key(name), []).append(name)
-        patched = sql.SQL(" ").join(
-            sql.SQL("IF patched ? {} THEN {} END IF;").format(
-                sql.Literal(key), _derive_into(names, columns)
+
+        def each_key(condition: str) -> sql.Composed:
+            # ``IF condition THEN derive END IF;`` for each key of ``idx``
+            # (``{key}`` in ``condition``): the columns derived from it.
+            return sql.SQL(" ").join(
+                sql.SQL("IF " + condition + " THEN {derive} END IF;").format(
+                    key=sql.Literal(key), derive=_derive_into(names, columns)
+                )
+                for key, names in sorted(by_key.items())
             )
-            for key, names in sorted(by_key.items())
-        )
+
+        patched = each_key("patched ? {key}")
         # A key no longer in ``idx`` (stored once) is not written: its
         # column keeps its value.
-        written = sql.SQL(" ").join(
-            sql.SQL(
-                "IF (NEW.idx -> {key}) IS DISTINCT FROM (OLD.idx -> {key})"
-                " THEN {derive} END IF;"
-            ).format(key=sql.Literal(key), derive=_derive_into(names, columns))
-            for key, names in sorted(by_key.items())
+        written = each_key("(NEW.idx -> {key}) IS DISTINCT FROM (OLD.idx -> {key})")
+        # ``{0}``: the column, ``{1}``: its key, ``{2}``: its JSON.
+        take_out = sql.SQL(
+            "IF NEW.{0} IS NOT NULL AND (NEW.idx -> {1})::text = ({2})::text"
+            " AND NOT kept ? {1} THEN NEW.idx := NEW.idx - {1}; END IF;"
         )
         stripped = sql.SQL(" ").join(
-            sql.SQL(
-                "IF NEW.{column} IS NOT NULL AND (NEW.idx -> {key})::text"
-                " = ({value})::text AND NOT kept ? {key}"
-                " THEN NEW.idx := NEW.idx - {key}; END IF;"
-            ).format(
-                column=sql.Identifier(name),
-                key=sql.Literal(name),
-                value=restored(sql.SQL("NEW.") + sql.Identifier(name)),
+            take_out.format(
+                sql.Identifier(name),
+                sql.Literal(name),
+                restored(sql.SQL("NEW.") + sql.Identifier(name)),
             )
             for name in sorted(once)
             if name in columns
