@@ -411,7 +411,7 @@ def to_15(setup_tool) -> None:
     never), then ``VACUUM``.  Searches find the same rows before, during
     and after: they read those lists in their columns.
     """
-    _after_commit(setup_tool, "lists stored once", _stored_once, _run_again(13))
+    _after_commit(setup_tool, "lists stored once", _stored_once, _run_again(14))
 
 
 def _stored_once(conn, indexes) -> None:
