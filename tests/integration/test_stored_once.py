@@ -195,7 +195,29 @@ def _as_schema_13_left_it(dsn: str) -> None:
         known = columns.registered(cur)
         typed = {name: kind for name, (kind, _) in known.items()}
         ready = {name: kind for name, (kind, ok) in known.items() if ok}
-        cur.execute(columns.trigger_ddl(typed))
+        # The trigger's form of schemas 12-13: every column derived, or, for
+        # an ``UPDATE`` naming its keys, theirs.
+        by_key: dict[str, list[str]] = {}
+        for name in sorted(typed):
+            by_key.setdefault(columns.source_key(name), []).append(name)
+        named = " ".join(
+            f"IF patched ? '{key}' THEN "
+            + columns._derive_into(names, typed).as_string(conn)
+            + " END IF;"
+            for key, names in sorted(by_key.items())
+        )
+        body = (
+            "DECLARE patched jsonb := NULLIF(current_setting("
+            f"'{columns.PATCHED_KEYS}', true), '')::jsonb; BEGIN"
+            " IF TG_OP = 'INSERT' OR patched IS NULL THEN "
+            + columns._derive_into(sorted(typed), typed).as_string(conn)
+            + f" ELSE {named} END IF; RETURN NEW; END"
+        )
+        cur.execute(
+            psycopg.sql.SQL(
+                "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}"
+            ).format(psycopg.sql.Identifier(columns.TRIGGER), psycopg.sql.Literal(body))
+        )
         cur.execute(
             psycopg.sql.SQL("UPDATE pgcatalog_objects AS o SET idx = {}").format(
                 columns.whole_idx(psycopg.sql.SQL("o"), ready)
@@ -212,7 +234,18 @@ def test_14_to_15_stores_the_lists_once(pg_layer):
     try:
         _as_schema_13_left_it(dsn)
         assert _in_idx(dsn, "/plone/page-0")["Subject"] == ["red", "tag-0"]
+        # This version writes through schema 13's trigger until the step
+        # has run: whole rows and patches derive their columns.
+        portal["page-2"].setSubject(["red", "blue"])
+        portal["page-2"].reindexObject()
+        portal["page-1"].setSubject(["red"])
+        portal["page-1"].reindexObject(idxs=["Subject"])
+        transaction.commit()
+        assert _column(dsn, "Subject", "/plone/page-2") == ["blue", "red"]
+        assert _column(dsn, "Subject", "/plone/page-1") == ["red"]
+        assert _drifted(dsn) == []
         before = _paths(portal, Subject="red")
+        assert _paths(portal, Subject="blue") == ["/plone/page-2"]
         _upgrade_from(portal, "14")
         with psycopg.connect(dsn) as conn:
             assert conn.execute(
@@ -226,6 +259,7 @@ def test_14_to_15_stores_the_lists_once(pg_layer):
         assert left == 0
         assert _column(dsn, "Subject", "/plone/page-0") == ["red", "tag-0"]
         assert _paths(portal, Subject="red") == before
+        assert _paths(portal, Subject="tag-1") == []
         assert _drifted(dsn) == []
     finally:
         with psycopg.connect(dsn, autocommit=True) as conn:

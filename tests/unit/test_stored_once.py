@@ -61,7 +61,8 @@ def test_the_trigger_takes_out_what_the_column_gives_back():
     assert "NEW.idx - ''portal_type''" not in ddl
     # Whole rows derive every column; a write that names no key derives
     # the columns of the keys whose value it changes.
-    assert "IF TG_OP = ''INSERT'' OR patched = ''\"*\"'' THEN" in ddl
+    assert "IF TG_OP = ''INSERT'' OR whole THEN" in ddl
+    assert "current_setting(''pgcatalog.whole_rows'', true)" in ddl
     assert (
         "IF (NEW.idx -> ''Subject'') IS DISTINCT FROM (OLD.idx -> ''Subject'')"
     ) in ddl

@@ -451,11 +451,14 @@ def registered(cur: psycopg.Cursor) -> dict[str, tuple[str, bool]]:
 #: the statement's time (``benchmarks/write_cost_probe.py``).
 PATCHED_KEYS = "pgcatalog.patched_keys"
 
-#: ``PATCHED_KEYS`` of an ``UPDATE`` that writes whole rows (every key of
-#: each row's ``idx``): the trigger derives every column, as for an
-#: ``INSERT``.  Without it, a key stored once (``stored_once``) that a
-#: whole row no longer has would look unwritten, its column kept.
-WHOLE_ROWS = '"*"'
+#: A setting of the writing transaction, "on" for an ``UPDATE`` that writes
+#: whole rows (every key of each row's ``idx``): the trigger derives every
+#: column, as for an ``INSERT``.  Without it, a key stored once
+#: (``stored_once``) that a whole row no longer has would look unwritten,
+#: its column kept.  A setting of its own, with ``PATCHED_KEYS`` unset: the
+#: trigger of schemas 12-13 (before the upgrade to 14 has made it again)
+#: derives every column where no keys are named.
+WHOLE_ROWS = "pgcatalog.whole_rows"
 
 #: A setting of a transaction that puts values stored once back into
 #: ``idx`` (``_drop_column``): the keys (a JSON list) the trigger leaves in
@@ -484,7 +487,7 @@ def trigger_ddl(
     """The trigger that derives the typed columns of ``columns`` from a
     written row's ``idx``: every one (one ``SELECT ... INTO`` for all of
     them) for an ``INSERT`` and an ``UPDATE`` of whole rows
-    (``PATCHED_KEYS`` ``WHOLE_ROWS``); for an ``UPDATE`` that names the keys
+    (``WHOLE_ROWS``); for an ``UPDATE`` that names the keys
     it changes, the columns of those keys; for one that names nothing, the
     columns of the keys whose value it changes.  Then each key of a column
     of ``once`` (``stored_once``) leaves ``idx`` where its column gives
@@ -525,13 +528,14 @@ def trigger_ddl(
         body = sql.SQL(
             "DECLARE patched jsonb := NULLIF(current_setting({setting}, true),"
             " '')::jsonb; kept jsonb := COALESCE(NULLIF(current_setting({keep},"
-            " true), '')::jsonb, '[]'); BEGIN IF NEW.idx IS NULL THEN RAISE"
+            " true), '')::jsonb, '[]'); whole boolean := COALESCE(NULLIF("
+            "current_setting({whole}, true), ''), 'off')::boolean;"
+            " BEGIN IF NEW.idx IS NULL THEN RAISE"
             " EXCEPTION USING ERRCODE = 'not_null_violation', MESSAGE ="
             " 'plone_pgcatalog: idx of the row ' || NEW.zoid || ' set to NULL',"
             " HINT = {hint}; END IF;"
-            " IF TG_OP = 'INSERT' OR patched ="
-            " {whole} THEN {all} ELSIF patched IS NULL THEN {written} ELSE"
-            " {patched} END IF; {stripped}"
+            " IF TG_OP = 'INSERT' OR whole THEN {all} ELSIF patched IS NULL"
+            " THEN {written} ELSE {patched} END IF; {stripped}"
         ).format(
             setting=sql.Literal(PATCHED_KEYS),
             keep=sql.Literal(KEPT_KEYS),
@@ -706,12 +710,14 @@ def _add_column(
         cur.execute(
             "UPDATE pgcatalog_columns SET ready = true WHERE name = %s", (name,)
         )
-        if kind in ONCE_KINDS:
-            # From now on the trigger takes the key out of ``idx`` as rows
-            # are written (readers use the column: it is ready in every
-            # snapshot that sees the first row without the key).
-            cur.execute("SELECT pg_advisory_xact_lock(0)")
-            _rebuild_trigger(cur)
+    if kind in ONCE_KINDS:
+        # From now on the trigger takes the key out of ``idx`` as rows are
+        # written (readers use the column: it is ready in every snapshot
+        # that sees the first row without the key).  In a transaction of
+        # its own that takes the commit lock first, as commits do: taken
+        # after the index's lock on the table, a commit holding it and
+        # waiting for that lock made a deadlock.
+        rebuild_trigger(conn)
     logger.info(
         "plone_pgcatalog: typed column %r (%s) ready, %d rows filled",
         name,

@@ -207,6 +207,13 @@ _PATCHED_KEYS = sql.SQL("SELECT set_config({}, %s, true)").format(
 )
 
 
+# ``columns.WHOLE_ROWS`` for the transaction: "on" around the ``UPDATE`` of
+# whole rows, else ''.
+_WHOLE_ROWS = sql.SQL("SELECT set_config({}, %s, true)").format(
+    sql.Literal(columns.WHOLE_ROWS)
+)
+
+
 def patched_keys(patches: list[CatalogPatch]) -> list[str]:
     """The keys of ``idx`` that ``_PATCH_ROWS`` changes in some row of
     ``patches``: the indexes they give values of and those they remove."""
@@ -332,9 +339,9 @@ def _write_rows(cursor, pending) -> None:
         arrays = row_arrays(list(pending.rows.values()))
         # Whole rows: the trigger derives every column (a key stored once
         # that a row no longer has is written too: its column emptied).
-        cursor.execute(_PATCHED_KEYS, (columns.WHOLE_ROWS,))
+        cursor.execute(_WHOLE_ROWS, ("on",))
         cursor.execute(_UPDATE_ROWS, arrays, prepare=True)
-        cursor.execute(_PATCHED_KEYS, ("",))
+        cursor.execute(_WHOLE_ROWS, ("",))
         cursor.execute(_INSERT_ROWS, arrays, prepare=True)
     if pending.patches:
         patches = list(pending.patches.values())
