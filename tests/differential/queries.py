@@ -360,6 +360,8 @@ QUERIES: list[Case] = [
     ),
     C("Subject-tuple", {"Subject": ("Straße", "Übersicht")}, "set"),
     C("Subject-not", {"Subject": {"not": "history"}}, "set"),
+    # No object has it: UnIndex answers with the objects that have a value.
+    C("Subject-not-absent", {"Subject": {"not": "nothing-like-this"}}, "set"),
     C(
         "Subject-query-and-not",
         {"Subject": {"query": ["family", "outdoor"], "not": ["history"]}},
@@ -371,6 +373,17 @@ QUERIES: list[Case] = [
         "set",
     ),
     C("Subject-range-min", {"Subject": {"query": "t", "range": "min"}}, "set"),
+    C(
+        "Subject-range-and",
+        {
+            "Subject": {
+                "query": ["Kultur", "Kulturz"],
+                "range": "min:max",
+                "operator": "and",
+            }
+        },
+        "set",
+    ),
     C("Subject-range-max", {"Subject": {"query": "Kz", "range": "max"}}, "set"),
     C("Subject-wrong-case", {"Subject": "küste"}, "set", empty=True),
     C("Subject-without-accent", {"Subject": "Kuste"}, "set", empty=True),

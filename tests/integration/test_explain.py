@@ -178,6 +178,7 @@ FULL_SCAN_SHAPES: dict[str, str] = {
     "review_state-not-published": _NOT,
     "Creator-not": _NOT,
     "Subject-not": _NOT + " (every object with keywords)",
+    "Subject-not-absent": _NOT + " (every object with keywords)",
     "portal_type-range-min": "a range open above 'Link': most type names "
     "sort after it",
     "sortable_title-range-min-sorted": "titles from 'm' on: half of them",
@@ -219,6 +220,7 @@ UNINDEXED_SHAPES: dict[str, str] = {
     "Subject-range-min": _KEYWORD_RANGE,
     "Subject-range-max": _KEYWORD_RANGE,
     "Subject-range-min-max": _KEYWORD_RANGE,
+    "Subject-range-and": _KEYWORD_RANGE,
 }
 
 

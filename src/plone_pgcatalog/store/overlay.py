@@ -75,9 +75,6 @@ class Overlay:
         branch reads them as stored, the others derive them from their
         ``idx`` as the table's trigger does (``store.columns``).
         """
-        # Rows whose columns are derived read every value, also those
-        # stored once (in their column, not in ``idx``).
-        whole = whole_idx(TABLE, columns or {})
         columns = derivable(columns or {})
         typed = sql.SQL("").join(
             sql.SQL(", ") + sql.Identifier(name) for name in sorted(columns)
@@ -133,9 +130,11 @@ class Overlay:
                 ),
                 _derived(
                     stored_rows.format(
+                        # Every value, also those stored once (in their
+                        # column, not in ``idx``): the columns are derived.
                         sql.SQL(
                             "{} || COALESCE(%s::jsonb -> path, '{{}}'::jsonb)"
-                        ).format(whole),
+                        ).format(whole_idx(TABLE, columns)),
                         sql.SQL(""),
                         TABLE,
                         sql.SQL(" AND ").join(hidden),
