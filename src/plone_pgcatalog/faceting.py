@@ -235,6 +235,7 @@ def counted(
                 context,
                 overlay,
                 match_all=True,
+                snapshot=connection.snapshot_id(catalog),
             )
 
         counts = []

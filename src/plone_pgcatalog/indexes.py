@@ -762,17 +762,26 @@ class UUIDIndexView(ValueIndexView):
         ``uuidToPhysicalPath``: ``results._uid_read``).  Not the metadata:
         most callers want the object or the path only, and the brain loads
         it when it is read (``benchmarks/README.rst``, "One round trip a
-        link")."""
+        link").  A kept answer is looked up before the typed columns are
+        read: those come with the transaction's first catalog statement (a
+        round trip), which a page whose links are all kept never sends."""
         rows = self._rows()
         value = comparable(key)
-        typed = self._typed(rows)
-        if typed is None or rows.source_params or not isinstance(value, str):
+        if rows.source_params or not isinstance(value, str):
             return super()._rids_for(key)
+
+        def read() -> list[tuple] | None:
+            typed = self._typed(rows)
+            return None if typed is None else self._uid_rows(rows, typed, value)
+
         found = snapshots.lookups.get(
             self._lookup_key(rows, "uid rows", value),
-            lambda: self._uid_rows(rows, typed, value),
-            keep=lambda found: len(found) <= snapshots.RESULT_ROWS,
+            read,
+            keep=lambda found: found is not None
+            and len(found) <= snapshots.RESULT_ROWS,
         )
+        if found is None:
+            return super()._rids_for(key)  # no typed column ready
         state = rows.cache_key()
         if state is not None:
             snapshots.remember_paths(state, found)
@@ -1228,11 +1237,14 @@ class Definitions(Mapping):
     names (``translations.TranslationCache.key``): wrapping every one of
     them was most of that.  ``stored`` is the persistent mapping's own
     dict, unwrapped, for reading the stored states; do not change it.
+    ``mapping`` is that persistent mapping, when there is one: its
+    connection tells whether this transaction changed any object.
     """
 
-    def __init__(self, stored: dict, catalog):
+    def __init__(self, stored: dict, catalog, mapping=None):
         self.stored = stored
         self._catalog = catalog
+        self.mapping = mapping
 
     def __getitem__(self, name: str):
         return self.stored[name].__of__(self._catalog)
@@ -1278,7 +1290,9 @@ class IndexMapping(Implicit):
 
     def definitions(self) -> Definitions:
         # Reading ``data`` loads a ghost.
-        return Definitions(self._definitions.data, self._catalog())
+        return Definitions(
+            self._definitions.data, self._catalog(), aq_base(self._definitions)
+        )
 
     def __getitem__(self, name: str) -> IndexView:
         return index_view(self._definitions[name], self._catalog())

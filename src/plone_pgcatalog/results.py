@@ -25,7 +25,6 @@ from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
-from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
@@ -131,8 +130,8 @@ def _search(
     large = is_large(connection.catalog_rows(catalog))
     lists = many_lists(connection.numbered_lists(catalog))
 
-    def translate(snapshot: tuple[dict[str, str], bool]):
-        columns, alone = snapshot
+    def translate(read: tuple[dict[str, str], bool]):
+        columns, alone = read
         return translations.translate(
             query,
             catalog.getIndexDefinitions(),
@@ -146,6 +145,7 @@ def _search(
             ),
             overlay,
             match_all=match_all,
+            snapshot=connection.snapshot_id(catalog),
         )
 
     # The typed columns the request's snapshot has ready, and whether the
@@ -250,7 +250,8 @@ def _uid_read(catalog, query: dict) -> tuple[search.Found, tuple] | None:
     metadata is loaded, in the same snapshot, if a brain's is read.  Only
     for the query of the UID alone, with no pending changes (the callers'
     condition), and while ``UID`` is the only index that answers the key
-    ``UID``."""
+    ``UID`` (``translations.answering``: worked out once per state of the
+    definitions)."""
     if len(query) != 1:
         return None
     uid = query.get("UID")
@@ -263,14 +264,10 @@ def _uid_read(catalog, query: dict) -> tuple[search.Found, tuple] | None:
     rows = snapshots.uid_read((*snapshot, catalog.site_path()), "UID", uid)
     if rows is None:
         return None
-    answering = [
-        index
-        for index in catalog.getIndexDefinitions().stored.values()
-        if "UID" in query_names(index)
-    ]
-    if len(answering) != 1 or answering[0].getId() != "UID":
+    indexes = catalog.getIndexDefinitions()
+    if translations.answering(indexes, "UID", snapshot) != ("UID",):
         return None
-    if answering[0].meta_type != "UUIDIndex":
+    if indexes.stored["UID"].meta_type != "UUIDIndex":
         return None
     return search.found_read(rows), snapshot
 

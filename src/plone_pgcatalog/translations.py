@@ -157,6 +157,42 @@ def _committed_states(indexes) -> tuple | None:
     return tuple(states)
 
 
+#: ``{(database, transaction id, definitions oid): states}``: what
+#: ``_committed_states`` found in a committed state of the database
+#: (``connection.snapshot_id``).  Every reader of that state loaded the
+#: same definitions, so one loop over them serves all its searches
+#: (``_states_in``).
+_STATES_SEEN: dict[tuple, tuple] = {}
+_STATES_KEPT = 64
+
+
+def _states_in(indexes, snapshot: tuple | None) -> tuple | None:
+    """``_committed_states(indexes)``, found once per committed state of
+    the database (``snapshot``, ``connection.snapshot_id``) while the
+    definitions' connection holds no change of this transaction and no
+    savepoint: their objects are then as that state has them.  A search
+    whose translation is kept spent about a tenth of its time in the loop
+    (``benchmarks/README.rst``, "Kept answers without a round trip")."""
+    mapping = getattr(indexes, "mapping", None)
+    jar = getattr(mapping, "_p_jar", None)
+    if (
+        snapshot is None
+        or jar is None
+        or getattr(jar, "_registered_objects", True)
+        or getattr(jar, "_savepoint_storage", None) is not None
+    ):
+        return _committed_states(indexes)
+    key = (*snapshot, mapping._p_oid)
+    states = _STATES_SEEN.get(key)
+    if states is None:
+        states = _committed_states(indexes)
+        if states is not None:
+            if len(_STATES_SEEN) >= _STATES_KEPT:
+                _STATES_SEEN.clear()
+            _STATES_SEEN[key] = states
+    return states
+
+
 def _pure(index):
     """The translator of ``index``, if its translations may be kept: ours
     (``registry.TRANSLATORS``), or an add-on's that says so with
@@ -206,6 +242,7 @@ class TranslationCache:
         with self._lock:
             self._kept.clear()
             self._definitions.clear()
+            _STATES_SEEN.clear()
             self.hits = self.misses = 0
 
     def translate(
@@ -216,9 +253,14 @@ class TranslationCache:
         context: QueryContext,
         overlay: Overlay | None = None,
         match_all: bool = False,
+        snapshot: tuple | None = None,
     ) -> SearchSQL:
-        """``build_query(...)``, or the translation kept for its key."""
-        key = None if overlay else self.key(query, indexes, site_path, context)
+        """``build_query(...)``, or the translation kept for its key.
+        ``snapshot``: the committed state read (``connection.snapshot_id``),
+        if known."""
+        key = (
+            None if overlay else self.key(query, indexes, site_path, context, snapshot)
+        )
         if key is not None:
             key = (key, match_all)
             with self._lock:
@@ -238,12 +280,7 @@ class TranslationCache:
                     self._kept.popitem(last=False)
         return translated
 
-    def key(self, query: dict, indexes: dict, site_path: str, context) -> tuple:
-        """The translation key of ``query`` (see module), or None when it
-        cannot have one."""
-        states = _committed_states(indexes)
-        if states is None:
-            return None
+    def _definitions_of(self, indexes: dict, states: tuple) -> _Definitions:
         definitions = self._definitions.get(states)
         if definitions is None:
             definitions = _Definitions(indexes)
@@ -251,6 +288,34 @@ class TranslationCache:
                 if len(self._definitions) > 16:
                     self._definitions.clear()
                 self._definitions[states] = definitions
+        return definitions
+
+    def answering(
+        self, indexes: dict, name: str, snapshot: tuple | None = None
+    ) -> tuple[str, ...]:
+        """The names of the indexes of ``indexes`` that the query key
+        ``name`` is sent to (``query_names``), worked out once per state of
+        the definitions as the keys are; ``snapshot`` as ``translate``
+        takes it."""
+        states = _states_in(indexes, snapshot)
+        if states is None:
+            return _Definitions(indexes).named.get(name, ())
+        return self._definitions_of(indexes, states).named.get(name, ())
+
+    def key(
+        self,
+        query: dict,
+        indexes: dict,
+        site_path: str,
+        context,
+        snapshot: tuple | None = None,
+    ) -> tuple:
+        """The translation key of ``query`` (see module), or None when it
+        cannot have one."""
+        states = _states_in(indexes, snapshot)
+        if states is None:
+            return None
+        definitions = self._definitions_of(indexes, states)
         budget = _Budget()
         try:
             values = []

@@ -736,9 +736,11 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     ``getpath``), which a page asks for each of its links on every view:
     read once per committed state (``snapshots.lookups``), read again
     after a commit (a rename: the new path), and not kept while the
-    transaction has pending changes."""
+    transaction has pending changes.  A request whose lookups are all kept
+    sends nothing, not even its first read's savepoint."""
     from plone.app.uuid.utils import uuidToPhysicalPath
     from plone_pgcatalog import snapshots
+    from plone_pgcatalog.store import connection
 
     # On whatever ``PGCATALOG_RESULT_CACHE`` says.
     monkeypatch.setattr(snapshots.lookups, "enabled", True)
@@ -749,6 +751,14 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     uid = api.content.get_uuid(page)
     seen = _statements(monkeypatch)
     paths_read = _paths_read(monkeypatch)
+    savepoints = []
+    savepoint = connection._savepoint_and_columns
+
+    def recording(conn, site):
+        savepoints.append(site)
+        return savepoint(conn, site)
+
+    monkeypatch.setattr(connection, "_savepoint_and_columns", recording)
     for request in range(3):
         transaction.begin()
         assert uuidToPhysicalPath(uid) == "/plone/page"
@@ -756,6 +766,7 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     # The path came with the UID's record id (``snapshots.remember_paths``),
     # and is kept with it.
     assert len(seen) == 1 and len(paths_read) == 0
+    assert savepoints == ["/plone"]
     # A new committed state: read again, the path where it is now.
     api.content.rename(obj=page, new_id="renamed")
     transaction.commit()

@@ -17,6 +17,7 @@ from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.registry import TRANSLATORS
+from plone_pgcatalog.store import connection
 from plone_pgcatalog.translations import BUDGET
 from plone_pgcatalog.translations import freeze
 from plone_pgcatalog.translations import translations
@@ -39,12 +40,16 @@ def site(pg_layer):
 
 
 def _key(query: dict, columns=None):
+    """The key as searches make it: with the committed state read, so that
+    the states of the definitions found in it are used again
+    (``_states_in``)."""
     catalog = api.portal.get_tool("portal_catalog")
     return translations.key(
         query,
         catalog.getIndexDefinitions(),
         catalog.site_path(),
         QueryContext(columns=columns or {}),
+        connection.snapshot_id(catalog),
     )
 
 
@@ -253,3 +258,36 @@ def test_sort_indexes_translators_are_in_the_key(site):
     finally:
         registry.unregisterUtility(translator, IIndexTranslator, name="FieldIndex")
     assert _key(query) == before
+
+
+def test_the_definitions_states_are_read_once_per_committed_state(site, monkeypatch):
+    """``_states_in``: one loop over the definitions per committed state of
+    the database, while this transaction changed nothing; any object it
+    changed, a savepoint or a commit, and they are read again."""
+    from plone_pgcatalog import translations as module
+
+    loops = []
+    real = module._committed_states
+
+    def counted(indexes):
+        loops.append(1)
+        return real(indexes)
+
+    monkeypatch.setattr(module, "_committed_states", counted)
+    catalog = api.portal.get_tool("portal_catalog")
+    query = {"portal_type": "Document"}
+    first = _key(query)
+    assert connection.snapshot_id(catalog) is not None
+    assert _key(query) == first and _key({"Title": "x"}) is not None
+    assert len(loops) == 1
+    site["d1"].title = "changed"  # any object: the definitions may be too
+    assert _key(query) == first
+    assert len(loops) == 2
+    transaction.savepoint()
+    assert _key(query) == first
+    assert len(loops) == 3
+    transaction.commit()  # a new committed state
+    assert _key(query) == first
+    assert _key(query) == first
+    assert len(loops) == 4
+    assert _ids(query) == ["d0", "d1", "d2"]

@@ -162,3 +162,29 @@ def test_brains_refuse_names_outside_the_schema_and_private_ones():
         brain._secret
     with pytest.raises(KeyError):
         brain["Description"]
+
+
+def test_columns_are_properties_of_a_class_made_once_per_schema():
+    """``brain_class``: a column found on the class, not by ``__getattr__``;
+    the brain's own attributes win over columns of the same names, as
+    before."""
+    from plone_pgcatalog.brains import brain_class
+    from plone_pgcatalog.brains import PGCatalogBrain
+
+    import Missing
+
+    schema = ("Title", "getPath", "data_record_id_", "has_key", "Description")
+    row = {"Title": "A page", "getPath": "/elsewhere", "data_record_id_": 99}
+    results, _ = _brains_of(row, schema)
+    brain = results[0]
+    made = type(brain.aq_base)
+    assert made is brain_class(frozenset(schema)) is type(results[1].aq_base)
+    assert issubclass(made, PGCatalogBrain) and made is not PGCatalogBrain
+    assert made.__name__ == "PGCatalogBrain"
+    assert set(made.__dict__) & set(schema) == {"Title", "Description"}
+    assert brain.Title == "A page" and brain["Title"] == "A page"
+    assert brain.Description is Missing.Value
+    assert brain.getPath() == "/plone/a" and brain["getPath"] == "/elsewhere"
+    assert brain.data_record_id_ == 1 and brain.has_key("Title")
+    other = brain_class(frozenset(("Title",)))
+    assert other is not made and "Description" not in other.__dict__
