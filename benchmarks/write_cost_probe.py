@@ -4,14 +4,15 @@ on a database a benchmark kept (issue 15: the sharing change's target).
 A command, never part of the test suite::
 
     .venv/bin/python benchmarks/write_cost_probe.py --dsn DSN
-        [--rows 1000] [--rounds 9]
+        [--rows 1000] [--rounds 9] [--each-index]
 
 The change is a sharing change's: one more term in ``allowedRolesAndUsers``
 of ``--rows`` cataloged rows (the first by path below the parent of the
 folder with most children: the benchmark's big folder, whose sharing
 change ``run.py`` times).  Each variant runs in a transaction rolled back at
-its end (nothing is kept, DDL included), alternating, and the median of
-``--rounds`` is printed in ms, with the share of a row:
+its end (nothing is kept, DDL included; the table is vacuumed after
+each), alternating, and the median of ``--rounds`` is printed in ms, with
+the share of a row:
 
 - ``as built``: ``idx`` merged for that key, as the commit's patch
   statement (``store.processor._PATCH_ROWS``) merges each key it writes,
@@ -21,10 +22,15 @@ its end (nothing is kept, DDL included), alternating, and the median of
   the columns of the keys whose value the statement changes (schema 14;
   in schemas 11-13 every column);
 - ``without the trigger``: the same ``idx`` merge, the typed columns left;
-- ``without SQL indexes``: every index of the table dropped but its key;
+- ``without SQL indexes``: as built, every index of the table dropped but
+  its key;
 - ``typed columns set, idx untouched``: the two typed columns of the index
   (its list and the list's number) set directly, ``idx`` not written, no
-  trigger, the indexes as built.
+  trigger, the indexes as built;
+- with ``--each-index``, ``without NAME`` for each SQL index of the table
+  but its key: as built, that one index dropped (what the index costs the
+  change: a non-HOT update writes each row's new version in every index,
+  a GIN index one entry per element of the row's value).
 
 Since schema 14 the list is stored once, in its column only
 (``columns.stored_once``): the change reads it there where ``idx`` has
@@ -95,7 +101,9 @@ def _secondary_indexes(conn: psycopg.Connection) -> list[str]:
     return [name for (name,) in found]
 
 
-def _variants(conn: psycopg.Connection) -> list[tuple[str, list, sql.Composed]]:
+def _variants(
+    conn: psycopg.Connection, each_index: bool = False
+) -> list[tuple[str, list, sql.Composed]]:
     """``(label, DDL run first, the change)`` of each variant."""
     no_trigger = sql.SQL("ALTER TABLE {} DISABLE TRIGGER {}").format(
         sql.Identifier(TABLE), sql.Identifier(TRIGGER)
@@ -107,13 +115,24 @@ def _variants(conn: psycopg.Connection) -> list[tuple[str, list, sql.Composed]]:
     named = sql.SQL("SELECT set_config({}, {}, true)").format(
         sql.Literal(PATCHED_KEYS), sql.Literal(json.dumps([INDEX]))
     )
-    return [
+    variants = [
         ("as built", [named], _MERGE_IDX),
         ("keys not named", [], _MERGE_IDX),
         ("without the trigger", [no_trigger], _MERGE_IDX),
-        ("without SQL indexes", drops, _MERGE_IDX),
+        ("without SQL indexes", [named, *drops], _MERGE_IDX),
         ("typed columns set, idx untouched", [no_trigger], _SET_TYPED),
     ]
+    if each_index:
+        variants += [
+            (f"without {name}", [named, drop], _MERGE_IDX)
+            for name, drop in zip(_secondary_indexes(conn), drops)
+        ]
+    return variants
+
+
+def _vacuum(dsn: str) -> None:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(TABLE)))
 
 
 def main(argv=None) -> int:
@@ -121,12 +140,17 @@ def main(argv=None) -> int:
     parser.add_argument("--dsn", required=True, help="a database a benchmark kept")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--each-index",
+        action="store_true",
+        help="also the change without each SQL index of the table, one at a time",
+    )
     args = parser.parse_args(argv)
     with psycopg.connect(args.dsn) as conn:
         zoids = _rows(conn, args.rows)
         if not zoids:
             parser.error("the database has no cataloged rows below a folder")
-        variants = _variants(conn)
+        variants = _variants(conn, args.each_index)
         conn.rollback()
         times: dict[str, list[float]] = {label: [] for label, _, _ in variants}
         for round_ in range(args.rounds):
@@ -137,14 +161,19 @@ def main(argv=None) -> int:
                     started = time.perf_counter()
                     cur.execute(change, (f"user:probe-{round_}", zoids))
                     times[label].append((time.perf_counter() - started) * 1000)
+                # The rolled-back versions of the rows: gone before the
+                # next variant, which would else write beside them (and
+                # leave the kept database bloated: its searches slow).
+                _vacuum(args.dsn)
     print(
         f"{len(zoids)} rows, one more term in {INDEX}; medians of"
         f" {args.rounds} rounds (ms)"
     )
-    print(f"{'variant':36s} {'all rows':>9s} {'a row':>8s}")
+    width = max(36, *(len(label) for label in times))
+    print(f"{'variant':{width}s} {'all rows':>9s} {'a row':>8s}")
     for label, measured in times.items():
         median = statistics.median(measured)
-        print(f"{label:36s} {median:9.2f} {median / len(zoids):8.3f}")
+        print(f"{label:{width}s} {median:9.2f} {median / len(zoids):8.3f}")
     return 0
 
 

@@ -82,7 +82,14 @@ class IIndexTranslator(Interface):
     # ``sort_expressions(index, context)`` and uses the column where
     # ``context.column(name, kind)`` says it is ready.  For "keywords",
     # ``extract`` gives a list or nothing (``MISSING``), never one value:
-    # facet counts read ``idx`` only where the column is empty.
+    # facet counts read ``idx`` only where the column is empty.  A list of
+    # strings is then stored once, in its column (schema 14,
+    # ``store.columns.stored_once``): once the column is ready, ``idx`` no
+    # longer holds the key of a row whose column gives the list back.  SQL
+    # that reads the index's whole JSON value must read it with
+    # ``store.columns.value_of(row, name, context.columns)`` (or the whole
+    # row's with ``whole_idx``), never ``idx -> name`` alone; conditions on
+    # the column itself need neither.
 
     # Optional: ``translation_cacheable = True``: the translation of a query
     # naming an index of the type depends only on the index's stored

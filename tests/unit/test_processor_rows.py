@@ -5,8 +5,11 @@ rows cataloged in full: one array per column of one ``UPDATE``),
 and ``patch_arrays`` (partial reindexes: one array per column of one
 merge); the inserts of rows not stored yet read the same arrays.  Each array
 is checked against the column its position feeds in the statement's
-``unnest(...) AS r(...)``, so a reordering on either side fails.  Pure: the
-statements are only read as text.
+``unnest(...) AS r(...)``, so a reordering on either side fails.  The
+arrays travel in binary (``%b``): in text each JSON value and string is
+quoted and escaped into the array's text, and parsed back (1,000 rows'
+metadata, values and removed keys: 22.5 ms in text, 9.0 in binary).
+Pure: the statements are only read as text.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def _unnest_columns(statement) -> list[tuple[str, str]]:
     """``(column name, SQL array type)`` of the statement's ``unnest``."""
     text = statement.as_string(None)
     found = re.search(r"unnest\((.*?)\)\s+AS \w+\((.*?)\)", text)
-    types = re.findall(r"%s::(\w+)\[\]", found.group(1))
+    types = re.findall(r"%b::(\w+)\[\]", found.group(1))
     names = [n.strip() for n in found.group(2).split(",")]
     assert len(types) == len(names)
     return list(zip(names, types))
@@ -68,7 +71,7 @@ def _by_column(statement, arrays) -> dict[str, list]:
 def test_row_arrays_has_one_array_per_column_of_the_update():
     arrays = row_arrays([_row(1, "/plone/a")])
     assert len(arrays) == len(_unnest_columns(processor._UPDATE_ROWS)) == 8
-    assert processor._UPDATE_ROWS.as_string(None).count("%s") == 8
+    assert processor._UPDATE_ROWS.as_string(None).count("%b") == 8
 
 
 def test_row_arrays_feed_each_column_its_value():
@@ -152,7 +155,7 @@ def test_row_arrays_of_no_rows_are_empty():
 def test_patch_arrays_has_one_array_per_column_of_the_merge():
     arrays = patch_arrays([_patch(1, "/plone/a")])
     assert len(arrays) == len(_unnest_columns(processor._PATCH_ROWS)) == 11
-    assert processor._PATCH_ROWS.as_string(None).count("%s") == 11
+    assert processor._PATCH_ROWS.as_string(None).count("%b") == 11
 
 
 def test_patch_arrays_feed_each_column_its_value():
@@ -234,7 +237,7 @@ def test_the_insert_of_missing_rows_reads_the_same_arrays(update, insert):
     """``finalize`` runs both statements with one set of arrays."""
     update, insert = getattr(processor, update), getattr(processor, insert)
     assert _unnest_columns(insert) == _unnest_columns(update)
-    assert insert.as_string(None).count("%s") == update.as_string(None).count("%s")
+    assert insert.as_string(None).count("%b") == update.as_string(None).count("%b")
 
 
 def test_the_processor_writes_no_column_of_object_state():

@@ -63,10 +63,13 @@ _OBJECT_STORED = (
 
 # Rows cataloged in full (new objects, reindexes, a rebuild), all in two
 # statements with the same parameters, one array per column and one
-# element per row: the stored rows are updated, the others inserted.
+# element per row: the stored rows are updated, the others inserted.  The
+# arrays travel in binary (``%b``): in text every JSON value and string is
+# quoted and escaped into the array's text and parsed back (1,000 rows'
+# metadata, values and removed keys: 22.5 ms in text, 9.0 in binary).
 _ROWS = (
-    " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[],"
-    " %s::jsonb[], %s::json[], %s::text[], %s::text[])"
+    " FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::integer[],"
+    " %b::jsonb[], %b::json[], %b::text[], %b::text[])"
     " AS r(zoid, path, parent_path, path_depth, idx, meta, config, words)"
 )
 _ROW_VECTOR = schema.searchable_vector(sql.SQL("r.words"), sql.SQL("r.config"))
@@ -108,9 +111,9 @@ _STORED_SINCE = sql.SQL(
 # new object with the given indexes only).  SET expressions read the old
 # row.
 _PATCHES = (
-    " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::integer[],"
-    " %s::boolean[], %s::json[], %s::boolean[], %s::text[], %s::text[],"
-    " %s::jsonb[], %s::jsonb[])"
+    " FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::integer[],"
+    " %b::boolean[], %b::json[], %b::boolean[], %b::text[], %b::text[],"
+    " %b::jsonb[], %b::jsonb[])"
     " AS p(zoid, path, parent_path, path_depth, update_metadata, meta,"
     " text_given, config, words, removed, vals)"
 )
@@ -146,7 +149,7 @@ _INSERT_PATCHED = sql.SQL(
 _WRITE_TEXTS = sql.SQL(
     "INSERT INTO {texts} AS t (zoid, config, body)"
     " SELECT w.zoid, w.config, w.body"
-    " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS w(zoid, config, body)"
+    " FROM unnest(%b::bigint[], %b::text[], %b::text[]) AS w(zoid, config, body)"
     " WHERE w.body IS NOT NULL" + _OBJECT_STORED.format("w") + " ON CONFLICT (zoid)"
     " DO UPDATE SET config = EXCLUDED.config, body = EXCLUDED.body"
     " WHERE (t.config, t.body) IS DISTINCT FROM (EXCLUDED.config, EXCLUDED.body)"
