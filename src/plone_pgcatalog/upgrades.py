@@ -429,8 +429,30 @@ def _stored_once(conn, indexes) -> None:
     logger.info("plone_pgcatalog 14: rows with their lists stored once: %d", written)
 
 
+def to_16(setup_tool) -> None:
+    """15 → 16 (database schema 14 → 15): the trigger that derives the
+    typed columns tests less for each row it writes: a list stored once is
+    compared with its column only where ``idx`` holds its key, and the
+    keys an ``UPDATE`` names are looked for in groups (1,000 rows given
+    one more role: the statement 93 -> 85 ms, the same rows written).
+
+    After this step's commit, in its own connection: the trigger is made
+    again (an instant under the table's lock, which stops writers, not
+    readers).  Until then, writes work as before, a little slower.
+    """
+    _after_commit(setup_tool, "lighter trigger", _lighter_trigger, _run_again(15))
+
+
+def _lighter_trigger(conn, indexes) -> None:
+    if _still_schema_4(conn, 15):
+        return
+    columns.rebuild_trigger(conn)
+    _schema_version(conn, 15)
+    logger.info("plone_pgcatalog 15: the trigger tests less for each row")
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
-#: schema 13, 15 schema 14.
-PROFILE_VERSION = 15
+#: schema 13, 15 schema 14, 16 schema 15.
+PROFILE_VERSION = 16

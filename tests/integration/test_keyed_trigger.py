@@ -23,6 +23,7 @@ from tests.integration.test_typed_columns import _site
 from tests.integration.test_upgrades import _upgrade_from
 
 import psycopg
+import re
 import transaction
 
 DRIFTED = "set by hand"
@@ -190,6 +191,68 @@ def test_12_to_13_makes_the_trigger_keyed(pg_layer):
         portal["page-0"].reindexObject(idxs=["Subject"])
         transaction.commit()
         assert _column(dsn, "review_state", "/plone/page-0") == DRIFTED
+    finally:
+        # Tests share the database's DDL (each restores rows only).
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            columns.rebuild_trigger(conn)
+
+
+def _as_schema_14_left_it(dsn: str) -> None:
+    """The trigger in the form of schema 14: each list stored once compared
+    with its column whatever ``idx`` holds, each named key tested alone
+    (its groups' tests made true)."""
+    source = _trigger_source(dsn)
+    old = re.sub(r"IF NEW\.idx \? ('[^']+') AND ", "IF ", source)
+    old = re.sub(r"IF patched \?\| '\{[^}]*\}'::text\[\] THEN", "IF true THEN", old)
+    assert "?|" not in old and old != source
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            psycopg.sql.SQL(
+                "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}"
+            ).format(psycopg.sql.Identifier(columns.TRIGGER), psycopg.sql.Literal(old))
+        )
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = 14 WHERE key = 'schema_version'"
+        )
+
+
+def test_14_to_15_makes_the_trigger_lighter(pg_layer):
+    portal = _site(pg_layer, count=2)
+    dsn = pg_layer["pgcatalog_dsn"]
+    _as_schema_14_left_it(dsn)
+    try:
+        page = portal["page-0"]
+        page.setSubject(["blue"])
+        page.reindexObject(idxs=["Subject"])
+        transaction.commit()
+        assert _column(dsn, "Subject", "/plone/page-0") == ["blue"]
+        _upgrade_from(portal, "15")
+        source = _trigger_source(dsn)
+        assert "IF patched ?| " in source
+        assert "IF NEW.idx ? 'Subject' AND NEW.\"Subject\" IS NOT NULL" in source
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute(
+                "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+            ).fetchone() == (schema.SCHEMA_VERSION,)
+        # A partial reindex and a sharing change, through the new form.
+        _drift(dsn, "/plone/page-0")
+        page.setSubject(["green", "blue"])
+        page.reindexObject(idxs=["Subject"])
+        page.manage_setLocalRoles("pgc-reader", ["Reader"])
+        page.reindexObjectSecurity()
+        transaction.commit()
+        assert _column(dsn, "Subject", "/plone/page-0") == ["blue", "green"]
+        assert _column(dsn, "review_state", "/plone/page-0") == DRIFTED
+        assert "user:pgc-reader" in _column(
+            dsn, "allowedRolesAndUsers", "/plone/page-0"
+        )
+        assert _drifted(dsn) == [("/plone/page-0", ["review_state"])]
+        with psycopg.connect(dsn) as conn:
+            # Neither list is in ``idx``: each is stored once.
+            assert conn.execute(
+                "SELECT idx ?| ARRAY['Subject', 'allowedRolesAndUsers']"
+                " FROM pgcatalog_objects WHERE path = '/plone/page-0'"
+            ).fetchone() == (False,)
     finally:
         # Tests share the database's DDL (each restores rows only).
         with psycopg.connect(dsn, autocommit=True) as conn:

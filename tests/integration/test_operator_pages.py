@@ -209,6 +209,7 @@ def test_database_figures(pg_layer):
         " (index-only counts of both)",
         "14 -> 15: Keyword lists stored once, in their typed columns"
         " (a smaller table)",
+        "15 -> 16: A lighter trigger (faster partial reindexes and sharing" " changes)",
     ]
 
 

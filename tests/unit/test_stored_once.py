@@ -10,6 +10,8 @@ from plone_pgcatalog.store import columns
 from plone_pgcatalog.store.processor import _by_keys
 from psycopg import sql
 
+import re
+
 READY = {
     "Subject": "keywords",
     "allowedRolesAndUsers": "keywords",
@@ -53,8 +55,11 @@ def test_the_trigger_takes_out_what_the_column_gives_back():
     typed = {name: kind for name, kind in READY.items()}
     ddl = columns.trigger_ddl(typed, columns.stored_once(READY)).as_string(None)
     for name in ("Subject", "allowedRolesAndUsers"):
+        # The key tested first (schema 15): where ``idx`` holds none, the
+        # column's JSON is not made.
         assert (
-            f"IF NEW.\"{name}\" IS NOT NULL AND (NEW.idx -> ''{name}'')::text"
+            f"IF NEW.idx ? ''{name}'' AND NEW.\"{name}\" IS NOT NULL"
+            f" AND (NEW.idx -> ''{name}'')::text"
             f" = (to_jsonb(NEW.\"{name}\"))::text AND NOT kept ? ''{name}''"
             f" THEN NEW.idx := NEW.idx - ''{name}''; END IF;"
         ) in ddl
@@ -66,6 +71,14 @@ def test_the_trigger_takes_out_what_the_column_gives_back():
     assert (
         "IF (NEW.idx -> ''Subject'') IS DISTINCT FROM (OLD.idx -> ''Subject'')"
     ) in ddl
+    # The keys an ``UPDATE`` names are looked for in groups, each behind
+    # one test, every key in exactly one group.
+    groups = re.findall(r"IF patched \?\| ''\{([^}]*)\}''::text\[\] THEN", ddl)
+    named = [key for group in groups for key in group.split(",")]
+    keys = sorted({columns.source_key(name) for name in typed})
+    assert sorted(named) == keys and 1 < len(groups) < len(keys)
+    for key in keys:
+        assert ddl.count(f"IF patched ? ''{key}'' THEN") == 1
     # Made before the column is ready (``add_column``): nothing taken out.
     assert "NEW.idx - " not in columns.trigger_ddl(typed).as_string(None)
 
