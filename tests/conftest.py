@@ -192,6 +192,24 @@ def metadata_loads(monkeypatch) -> list[list[int]]:
     return loads
 
 
+@pytest.fixture
+def preludes(monkeypatch) -> list[str | None]:
+    """The site path of each first read's prelude sent on its own from
+    now on (``connection._savepoint_and_columns``: the savepoint and the
+    ready columns, in a round trip without a search), in order."""
+    from plone_pgcatalog.store import connection
+
+    sent: list[str | None] = []
+    prelude = connection._savepoint_and_columns
+
+    def recording(conn, site):
+        sent.append(site)
+        return prelude(conn, site)
+
+    monkeypatch.setattr(connection, "_savepoint_and_columns", recording)
+    return sent
+
+
 def record_searches(monkeypatch) -> list[Searched]:
     """``searches``, for a fixture of a wider scope (its own monkeypatch)."""
     from plone_pgcatalog.store import connection

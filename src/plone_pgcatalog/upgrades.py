@@ -365,15 +365,26 @@ def to_13(setup_tool) -> None:
     again (an instant under the table's lock, which stops writers, not
     readers).  Until then, writes work as before.
     """
-    _after_commit(setup_tool, "keyed trigger", _keyed_trigger, _run_again(12))
+    _after_commit(
+        setup_tool,
+        "keyed trigger",
+        partial(
+            _trigger_again,
+            version=12,
+            done="the trigger derives the changed columns only",
+        ),
+        _run_again(12),
+    )
 
 
-def _keyed_trigger(conn, indexes) -> None:
-    if _still_schema_4(conn, 12):
+def _trigger_again(conn, indexes, version: int, done: str) -> None:
+    """Make the trigger again in this code's form, for schema ``version``
+    (``done``: what the new form does, for the log)."""
+    if _still_schema_4(conn, version):
         return
     columns.rebuild_trigger(conn)
-    _schema_version(conn, 12)
-    logger.info("plone_pgcatalog 12: the trigger derives the changed columns only")
+    _schema_version(conn, version)
+    logger.info("plone_pgcatalog %d: %s", version, done)
 
 
 def to_14(setup_tool) -> None:
@@ -440,15 +451,12 @@ def to_16(setup_tool) -> None:
     again (an instant under the table's lock, which stops writers, not
     readers).  Until then, writes work as before, a little slower.
     """
-    _after_commit(setup_tool, "lighter trigger", _lighter_trigger, _run_again(15))
-
-
-def _lighter_trigger(conn, indexes) -> None:
-    if _still_schema_4(conn, 15):
-        return
-    columns.rebuild_trigger(conn)
-    _schema_version(conn, 15)
-    logger.info("plone_pgcatalog 15: the trigger tests less for each row")
+    _after_commit(
+        setup_tool,
+        "lighter trigger",
+        partial(_trigger_again, version=15, done="the trigger tests less for each row"),
+        _run_again(15),
+    )
 
 
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's

@@ -731,7 +731,7 @@ def test_index_lookups_read_the_typed_columns(
     assert f" {condition} ORDER BY zoid" in statement.as_string(None)
 
 
-def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
+def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch, preludes):
     """plone.app.uuid's path of a UID (the UID index object, then
     ``getpath``), which a page asks for each of its links on every view:
     read once per committed state (``snapshots.lookups``), read again
@@ -740,7 +740,6 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     sends nothing, not even its first read's savepoint."""
     from plone.app.uuid.utils import uuidToPhysicalPath
     from plone_pgcatalog import snapshots
-    from plone_pgcatalog.store import connection
 
     # On whatever ``PGCATALOG_RESULT_CACHE`` says.
     monkeypatch.setattr(snapshots.lookups, "enabled", True)
@@ -751,14 +750,7 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     uid = api.content.get_uuid(page)
     seen = _statements(monkeypatch)
     paths_read = _paths_read(monkeypatch)
-    savepoints = []
-    savepoint = connection._savepoint_and_columns
-
-    def recording(conn, site):
-        savepoints.append(site)
-        return savepoint(conn, site)
-
-    monkeypatch.setattr(connection, "_savepoint_and_columns", recording)
+    preludes.clear()
     for request in range(3):
         transaction.begin()
         assert uuidToPhysicalPath(uid) == "/plone/page"
@@ -766,7 +758,7 @@ def test_lookups_by_uid_are_kept_per_committed_state(pg_layer, monkeypatch):
     # The path came with the UID's record id (``snapshots.remember_paths``),
     # and is kept with it.
     assert len(seen) == 1 and len(paths_read) == 0
-    assert savepoints == ["/plone"]
+    assert preludes == ["/plone"]
     # A new committed state: read again, the path where it is now.
     api.content.rename(obj=page, new_id="renamed")
     transaction.commit()

@@ -150,23 +150,30 @@ def test_a_sharing_change_gives_every_row_its_list_and_its_number(pg_layer):
     assert found == set(paths)
 
 
+def _as_schema_left_it(dsn: str, version: int, source: str) -> None:
+    """The trigger's function with ``source``, as schema ``version`` made
+    it, and that schema's version recorded."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            psycopg.sql.SQL(
+                "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}"
+            ).format(
+                psycopg.sql.Identifier(columns.TRIGGER), psycopg.sql.Literal(source)
+            )
+        )
+        conn.execute(
+            "UPDATE pgcatalog_state SET value = %s WHERE key = 'schema_version'",
+            (version,),
+        )
+
+
 def _as_schema_11_left_it(dsn: str) -> None:
     """The trigger in the form of schema 11: every column derived for
     every write of ``idx``."""
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
         typed = {name: kind for name, (kind, _) in columns.registered(cur).items()}
         body = columns._derive_into(sorted(typed), typed).as_string(conn)
-        cur.execute(
-            psycopg.sql.SQL(
-                "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}"
-            ).format(
-                psycopg.sql.Identifier(columns.TRIGGER),
-                psycopg.sql.Literal("BEGIN " + body + " RETURN NEW; END"),
-            )
-        )
-        cur.execute(
-            "UPDATE pgcatalog_state SET value = 11 WHERE key = 'schema_version'"
-        )
+    _as_schema_left_it(dsn, 11, "BEGIN " + body + " RETURN NEW; END")
 
 
 def test_12_to_13_makes_the_trigger_keyed(pg_layer):
@@ -205,15 +212,7 @@ def _as_schema_14_left_it(dsn: str) -> None:
     old = re.sub(r"IF NEW\.idx \? ('[^']+') AND ", "IF ", source)
     old = re.sub(r"IF patched \?\| '\{[^}]*\}'::text\[\] THEN", "IF true THEN", old)
     assert "?|" not in old and old != source
-    with psycopg.connect(dsn) as conn:
-        conn.execute(
-            psycopg.sql.SQL(
-                "CREATE OR REPLACE FUNCTION {}() RETURNS trigger LANGUAGE plpgsql AS {}"
-            ).format(psycopg.sql.Identifier(columns.TRIGGER), psycopg.sql.Literal(old))
-        )
-        conn.execute(
-            "UPDATE pgcatalog_state SET value = 14 WHERE key = 'schema_version'"
-        )
+    _as_schema_left_it(dsn, 14, old)
 
 
 def test_14_to_15_makes_the_trigger_lighter(pg_layer):

@@ -539,7 +539,7 @@ def test_a_column_that_waits_for_readers_leaves_the_index_served(pg_layer):
 
 
 def test_the_first_search_of_a_transaction_is_one_round_trip(
-    pg_layer, searches, monkeypatch
+    pg_layer, searches, preludes, monkeypatch
 ):
     """The first catalog read of a transaction sets its savepoint and reads
     the ready columns (``connection.reading``); a search that is that read
@@ -557,14 +557,7 @@ def test_the_first_search_of_a_transaction_is_one_round_trip(
     # A transaction that has read the column ready: the next one's guess.
     assert len(api.content.find(portal_type="Document")) == 3
     transaction.commit()
-    preludes = []
-    prelude = connection._savepoint_and_columns
-
-    def counting(conn, site):
-        preludes.append(conn)
-        return prelude(conn, site)
-
-    monkeypatch.setattr(connection, "_savepoint_and_columns", counting)
+    preludes.clear()
     snapshots.results.clear()
     transaction.begin()
     searches.clear()
