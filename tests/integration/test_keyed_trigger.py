@@ -63,11 +63,15 @@ def _drifted(dsn: str) -> list[tuple[str, list[str]]]:
     return sorted((path, names) for path, names in found if names)
 
 
-def _trigger_source(dsn: str) -> str:
+def _function_source(dsn: str, name: str) -> str:
     with psycopg.connect(dsn) as conn:
         return conn.execute(
-            "SELECT prosrc FROM pg_proc WHERE proname = %s", (columns.TRIGGER,)
+            "SELECT prosrc FROM pg_proc WHERE proname = %s", (name,)
         ).fetchone()[0]
+
+
+def _trigger_source(dsn: str) -> str:
+    return _function_source(dsn, columns.TRIGGER)
 
 
 def test_a_partial_reindex_derives_the_columns_of_its_indexes_only(pg_layer):
@@ -213,6 +217,16 @@ def _as_schema_14_left_it(dsn: str) -> None:
     old = re.sub(r"IF patched \?\| '\{[^}]*\}'::text\[\] THEN", "IF true THEN", old)
     assert "?|" not in old and old != source
     _as_schema_left_it(dsn, 14, old)
+    # The function that numbers lists, without the last list remembered.
+    numbering = re.sub(
+        r"    last := .*?END IF;\n|    PERFORM set_config.*?\n",
+        "",
+        columns.SET_FUNCTION,
+        flags=re.S,
+    )
+    assert columns.LAST_LIST not in numbering
+    with psycopg.connect(dsn) as conn:
+        conn.execute(numbering)
 
 
 def test_14_to_15_makes_the_trigger_lighter(pg_layer):
@@ -228,6 +242,7 @@ def test_14_to_15_makes_the_trigger_lighter(pg_layer):
         _upgrade_from(portal, "15")
         source = _trigger_source(dsn)
         assert "IF patched ?| " in source
+        assert columns.LAST_LIST in _function_source(dsn, "pgcatalog_keyword_set")
         assert "IF NEW.idx ? 'Subject' AND NEW.\"Subject\" IS NOT NULL" in source
         with psycopg.connect(dsn) as conn:
             assert conn.execute(

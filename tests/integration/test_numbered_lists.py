@@ -260,6 +260,51 @@ def test_a_long_list_is_numbered(pg_layer):
         conn.rollback()
 
 
+def test_the_last_list_numbered_is_remembered_for_the_transaction(pg_layer):
+    """``pgcatalog_keyword_set`` remembers the last list it numbered
+    (``columns.LAST_LIST``): the same list again is answered from there,
+    another is looked up; a savepoint rolled back takes the remembered
+    list with the row it inserted, so the list is numbered anew, with a
+    number its table holds."""
+    dsn = pg_layer["pgcatalog_dsn"]
+    one, two = ["user:memo one", "Anonymous"], ["user:memo-two"]
+
+    def number(conn, terms):
+        return conn.execute(
+            "SELECT pgcatalog_keyword_set(%s::text[])", (terms,)
+        ).fetchone()[0]
+
+    def terms_of(conn, number):
+        return conn.execute(
+            "SELECT terms FROM pgcatalog_keyword_sets WHERE id = %s", (number,)
+        ).fetchone()
+
+    with psycopg.connect(dsn) as conn:
+        first = number(conn, one)
+        remembered = conn.execute(
+            "SELECT current_setting(%s)", (columns.LAST_LIST,)
+        ).fetchone()[0]
+        assert remembered == f'{first} {{"user:memo one",Anonymous}}'
+        assert number(conn, one) == first
+        second = number(conn, two)
+        assert second != first and number(conn, one) == first
+        assert terms_of(conn, first) == (one,) and terms_of(conn, second) == (two,)
+        conn.rollback()
+        # A new list, numbered in a savepoint rolled back: gone with it.
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            with conn.transaction():
+                number(conn, ["user:memo-three"])
+                conn.execute("SELECT 1 / 0")
+        third = number(conn, ["user:memo-three"])
+        assert terms_of(conn, third) == (["user:memo-three"],)
+        conn.rollback()
+    with psycopg.connect(dsn) as conn:
+        # Another transaction remembers nothing of it.
+        assert conn.execute(
+            "SELECT current_setting(%s, true)", (columns.LAST_LIST,)
+        ).fetchone()[0] in (None, "")
+
+
 def test_a_wrong_number_is_found_by_the_health_check(pg_layer):
     portal = _site(pg_layer, count=2)
     dsn = pg_layer["pgcatalog_dsn"]

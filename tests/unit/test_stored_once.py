@@ -103,3 +103,20 @@ def test_patches_are_written_by_the_keys_they_change():
         (["allowedRolesAndUsers"], sharing),
         (["Subject"], [subject, cleared]),
     ]
+
+
+def test_a_lists_number_is_taken_from_its_column_once_derived():
+    """The trigger makes a list from ``idx`` once: its number is given by
+    ``pgcatalog_keyword_set`` of the list's column just derived, in every
+    form (a row written whole, a key named, a key changed)."""
+    typed = {name: kind for name, kind in READY.items()}
+    ddl = columns.trigger_ddl(typed, columns.stored_once(READY)).as_string(None)
+    numbered = (
+        'NEW."allowedRolesAndUsers:set" :='
+        ' pgcatalog_keyword_set(NEW."allowedRolesAndUsers");'
+    )
+    assert ddl.count(numbered) == 3
+    assert "pgcatalog_keyword_set(CASE" not in ddl
+    # Alone (its list's column not derived with it), from ``idx``.
+    alone = columns._derive_into(["allowedRolesAndUsers:set"], typed)
+    assert alone.as_string(None).startswith("SELECT pgcatalog_keyword_set(CASE")

@@ -210,23 +210,35 @@ SETS_FUNCTION = "pgcatalog_keyword_set"
 #: The GIN index finds the lists of a user's terms where there are many
 #: (one per owner of private content on an intranet): 5,001 lists, the
 #: lists of a member's terms 1.75 ms by reading them all, 0.03 by it.
-SETS_DDL = """\
-CREATE TABLE IF NOT EXISTS pgcatalog_keyword_sets (
-    id     integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    digest bytea NOT NULL UNIQUE,
-    terms  text[] NOT NULL
-);
-CREATE INDEX IF NOT EXISTS pgcatalog_keyword_sets_terms
-    ON pgcatalog_keyword_sets USING gin (terms);
+#:
+#: The function remembers, for the rest of the transaction, the last list
+#: it numbered (the setting ``LAST_LIST``: the number, a space, the list):
+#: a sharing change or a rebuild gives one list to many rows one after the
+#: other, and each then costs a comparison instead of a digest and a
+#: lookup (1,000 rows given one more role: the ``UPDATE`` 79.8 -> 75.7 ms,
+#: ``benchmarks/README.rst``, "What a sharing change's UPDATE pays").  A
+#: setting made in a subtransaction is undone with it, as the row it may
+#: have inserted is.  Made again with the trigger (``_rebuild_trigger``).
+LAST_LIST = "pgcatalog.last_list"
+SET_FUNCTION = f"""\
 CREATE OR REPLACE FUNCTION pgcatalog_keyword_set(list text[]) RETURNS integer
 LANGUAGE plpgsql AS $pgcatalog_sets$
 DECLARE
-    key bytea := sha256(convert_to(list::text, 'UTF8'));
+    here text;
+    last text;
+    key bytea;
     number integer;
 BEGIN
     IF list IS NULL THEN
         RETURN NULL;
     END IF;
+    here := list::text;
+    last := current_setting('{LAST_LIST}', true);
+    IF last IS NOT NULL AND last <> ''
+            AND substr(last, strpos(last, ' ') + 1) = here THEN
+        RETURN split_part(last, ' ', 1)::integer;
+    END IF;
+    key := sha256(convert_to(here, 'UTF8'));
     SELECT id INTO number FROM pgcatalog_keyword_sets WHERE digest = key;
     IF number IS NULL THEN
         INSERT INTO pgcatalog_keyword_sets (digest, terms) VALUES (key, list)
@@ -239,9 +251,19 @@ BEGIN
         RAISE EXCEPTION 'plone_pgcatalog: the list % has no number', list
             USING ERRCODE = 'serialization_failure';
     END IF;
+    PERFORM set_config('{LAST_LIST}', number || ' ' || here, true);
     RETURN number;
 END $pgcatalog_sets$;
 """
+SETS_DDL = """\
+CREATE TABLE IF NOT EXISTS pgcatalog_keyword_sets (
+    id     integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    digest bytea NOT NULL UNIQUE,
+    terms  text[] NOT NULL
+);
+CREATE INDEX IF NOT EXISTS pgcatalog_keyword_sets_terms
+    ON pgcatalog_keyword_sets USING gin (terms);
+""" + SET_FUNCTION
 
 
 def set_column(index_name: str) -> str:
@@ -469,16 +491,37 @@ KEPT_KEYS = "pgcatalog.kept_keys"
 
 def _derive_into(names: list[str], columns: dict[str, str]) -> sql.Composed:
     """``SELECT ... INTO NEW."name", ...;``: the columns ``names`` derived
-    from the row's new ``idx``."""
-    return sql.SQL("SELECT {} INTO {};").format(
+    from the row's new ``idx``.  A list's number whose list is derived too
+    is then numbered from the list's column (``pgcatalog_keyword_set``):
+    the list is made from ``idx`` once, not twice."""
+    numbered = [
+        name
+        for name in names
+        if columns[name] == "set"
+        and source_key(name) in names
+        and columns[source_key(name)] == "keywords"
+    ]
+    selected = [name for name in names if name not in numbered]
+    statement = sql.SQL("SELECT {} INTO {};").format(
         sql.SQL(", ").join(
             derive(
                 columns[name],
                 sql.SQL("(NEW.idx -> {})").format(sql.Literal(source_key(name))),
             )
-            for name in names
+            for name in selected
         ),
-        sql.SQL(", ").join(sql.SQL("NEW.") + sql.Identifier(name) for name in names),
+        sql.SQL(", ").join(sql.SQL("NEW.") + sql.Identifier(name) for name in selected),
+    )
+    return sql.SQL(" ").join(
+        [
+            statement,
+            *(
+                sql.SQL("NEW.{} := pgcatalog_keyword_set(NEW.{});").format(
+                    sql.Identifier(name), sql.Identifier(source_key(name))
+                )
+                for name in numbered
+            ),
+        ]
     )
 
 
@@ -601,6 +644,8 @@ def _set_exclusive_lock_timeout(cur: psycopg.Cursor) -> None:
 
 
 def _rebuild_trigger(cur: psycopg.Cursor) -> None:
+    # The function the trigger numbers lists with, in this code's form too.
+    cur.execute(SET_FUNCTION)
     known = registered(cur)
     columns = {name: kind for name, (kind, _ready) in known.items()}
     ready = {name: kind for name, (kind, ok) in known.items() if ok}

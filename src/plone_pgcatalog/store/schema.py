@@ -97,7 +97,8 @@ import psycopg
 #: 14: the lists of KeywordIndexes with a typed column are stored once, in
 #: the column (``columns.ONCE_KINDS``), not in ``idx`` too.
 #: 15: the trigger tests a list stored once only where ``idx`` holds its
-#: key, and the named keys in groups: fewer tests for each row it writes.
+#: key, the named keys in groups, and numbers a list from its column; the
+#: function that numbers lists remembers the last one (``LAST_LIST``).
 SCHEMA_VERSION = 15
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
