@@ -162,12 +162,17 @@ def _cover(instance) -> None:
         instance.__class__ = CoveringStorageInstance
 
 
-def _cover_connection(connection) -> None:
-    # A connection in a savepoint reads through a TmpStore over its
-    # instance.  Never ``x or y`` on a storage: its truth is ``len()``,
-    # which for zodb-pgjsonb counts the objects in PostgreSQL.
+def instance_of(connection):
+    """The storage instance of ``connection`` (a ``ZODB.Connection``), also
+    in a savepoint, where ZODB reads through a TmpStore over it."""
+    # Never ``x or y`` on a storage: its truth is ``len()``, which for
+    # zodb-pgjsonb counts the objects in PostgreSQL.
     instance = getattr(connection, "_normal_storage", None)
-    _cover(connection._storage if instance is None else instance)
+    return connection._storage if instance is None else instance
+
+
+def _cover_connection(connection) -> None:
+    _cover(instance_of(connection))
 
 
 def keep_invalidations(db) -> None:

@@ -6,13 +6,15 @@ storage it registers ``CatalogStateProcessor`` (which also queues the
 catalog's base DDL for the first write transaction), makes the
 database load ``pytz.utc`` zones as they were stored (``timezones``) and
 keeps every poll's invalidations in the storage's process-wide cache
-(``sharedcache``).
+(``sharedcache``) and has a load on a lost connection tried again
+(``lostloads``).
 Other storages are left alone; a site whose catalog is a PGCatalogTool on
 such a storage gets a clear error when the catalog is used.
 """
 
 from __future__ import annotations
 
+from plone_pgcatalog import lostloads
 from plone_pgcatalog import sharedcache
 from plone_pgcatalog import timezones
 from plone_pgcatalog.store import processor
@@ -28,6 +30,7 @@ def prepare_database(db) -> bool:
         return False
     timezones.restore_pytz_utc(db)
     sharedcache.keep_invalidations(db)
+    lostloads.retry_lost_loads(db)
     return True
 
 

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from plone_pgcatalog.errors import ConnectionLost
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.errors import SearchTimeout
+from plone_pgcatalog.sharedcache import instance_of
 from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import layout
 from psycopg import sql
@@ -81,12 +82,7 @@ def changed_in_transaction(context) -> set[int]:
 def _storage_instance(context):
     # ``_normal_storage``: during a savepoint ZODB swaps ``_storage`` for a
     # temporary store; the PostgreSQL connection stays on the real one.
-    jar = _jar(context)
-    # Never ``x or y`` on a storage: its truth is ``len()``, which for
-    # zodb-pgjsonb counts every object in PostgreSQL.
-    storage = getattr(jar, "_normal_storage", None)
-    if storage is None:
-        storage = jar._storage
+    storage = instance_of(_jar(context))
     if not hasattr(storage, "pg_connection"):
         raise PGCatalogConfigurationError(
             f"the ZODB storage {storage!r} is not zodb-pgjsonb: plone_pgcatalog "
