@@ -241,8 +241,9 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
 ):
     """``SearchSQL.edge``: the count of the typed part also takes the first
     key of the matches in the window's order, and the walk of the typed
-    rows starts there (an index condition); the untyped rows are read once,
-    counted and sorted with the walk's rows.  The walk's own limit is the
+    rows starts there (an index condition; the walk's own conditions are
+    one test no index answers); the untyped rows are read once, counted and
+    sorted with the walk's rows.  The walk's own limit is the
     end of the window."""
     query = {
         "portal_type": "Document",
@@ -267,7 +268,8 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
         f" WHERE {untyped}) SELECT zoid, path, (SELECT matches FROM counted)"
         " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped UNION ALL"
         f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
-        f' WHERE {typed} AND "created" {bound} (SELECT edge FROM counted)'
+        f' WHERE COALESCE({typed}, false) AND "created" {bound}'
+        " (SELECT edge FROM counted)"
         " AND (SELECT many FROM counted)"
         f' ORDER BY "created" {direction}, zoid LIMIT %s) UNION ALL (SELECT *'
         f' FROM (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
