@@ -27,6 +27,9 @@ the share of a row:
 - ``typed columns set, idx untouched``: the two typed columns of the index
   (its list and the list's number) set directly, ``idx`` not written, no
   trigger, the indexes as built;
+- ``as built, compressed with lz4`` (where the server has lz4): as built,
+  the values written anew (``COMPRESSED``) compressed with lz4 instead of
+  PostgreSQL's default ``pglz``;
 - with ``--each-index``, ``without NAME`` for each SQL index of the table
   but its key: as built, that one index dropped (what the index costs the
   change: a non-HOT update writes each row's new version in every index,
@@ -122,12 +125,35 @@ def _variants(
         ("without SQL indexes", [named, *drops], _MERGE_IDX),
         ("typed columns set, idx untouched", [no_trigger], _SET_TYPED),
     ]
+    if _has_lz4(conn):
+        lz4 = [
+            sql.SQL("ALTER TABLE {} ALTER COLUMN {} SET COMPRESSION lz4").format(
+                sql.Identifier(TABLE), sql.Identifier(column)
+            )
+            for column in COMPRESSED
+        ]
+        variants.append(("as built, compressed with lz4", [named, *lz4], _MERGE_IDX))
     if each_index:
         variants += [
             (f"without {name}", [named, drop], _MERGE_IDX)
             for name, drop in zip(_secondary_indexes(conn), drops)
         ]
     return variants
+
+
+#: The columns whose values a change writes anew, compressed where the row
+#: is larger than PostgreSQL's threshold (``pglz`` unless the column says
+#: otherwise): ``idx`` and the typed columns of lists.
+COMPRESSED = ("idx", INDEX)
+
+
+def _has_lz4(conn: psycopg.Connection) -> bool:
+    """Whether the server can compress values with lz4 (built with it)."""
+    (found,) = conn.execute(
+        "SELECT 'lz4' = ANY(enumvals) FROM pg_settings"
+        " WHERE name = 'default_toast_compression'"
+    ).fetchone()
+    return bool(found)
 
 
 def _vacuum(dsn: str) -> None:

@@ -51,10 +51,14 @@ _GUARDED = "_plone_pgcatalog_lost_loads"
 
 def lost(error: BaseException, conn: psycopg.Connection | None) -> bool:
     """Whether ``error``, raised by a read on ``conn``, means the
-    connection is lost (terminated, the server gone, the network cut)."""
-    if not isinstance(error, psycopg.OperationalError):
+    connection is lost (terminated, the server gone, the network cut).
+    Not where the read had no connection: the pool gave none in time
+    (``PoolTimeout``, also an ``OperationalError``), which the WSGI filter
+    answers "503, try again later" (``plone_pgcatalog.wsgi``) rather than
+    Zope trying the request again, each try waiting as long."""
+    if not isinstance(error, psycopg.OperationalError) or conn is None:
         return False
-    return conn is None or conn.broken or conn.closed
+    return conn.broken or conn.closed
 
 
 def _guarded(instance, read: Callable) -> Callable:

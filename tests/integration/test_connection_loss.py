@@ -16,6 +16,7 @@ from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import lostloads
 from plone_pgcatalog.errors import ConnectionLost
 from plone_pgcatalog.sharedcache import instance_of
+from psycopg_pool import PoolTimeout
 from tests.integration import test_answer_after_commit as after_commit
 from transaction.interfaces import TransientError
 from ZODB.Connection import Connection
@@ -258,7 +259,8 @@ def test_every_read_of_a_state_on_a_lost_connection_is_a_transient_error(pg_laye
 
 def test_other_errors_of_a_read_pass_unchanged(pg_layer):
     """A missing object is ZODB's ``POSKeyError``; a failure of a
-    statement on a working connection (a cancelled read) is psycopg's."""
+    statement on a working connection (a cancelled read) is psycopg's, and
+    so is a pool that gave no connection in time."""
     portal = _site(pg_layer)
     instance = instance_of(portal._p_jar)
     transaction.begin()
@@ -266,8 +268,14 @@ def test_other_errors_of_a_read_pass_unchanged(pg_layer):
         instance.load(p64(2**62))
     cancelled = psycopg.errors.QueryCanceled("canceling statement")
     assert not lostloads.lost(cancelled, instance._conn)
-    assert lostloads.lost(cancelled, None)
-    assert not lostloads.lost(ValueError("not a database error"), None)
+    assert not lostloads.lost(ValueError("not a database error"), instance._conn)
+    # No connection from the pool in time: the WSGI filter's 503.
+    timeout = PoolTimeout("couldn't get a connection after 3.00 sec")
+    assert not lostloads.lost(timeout, None)
+    _others(pg_layer["pgcatalog_dsn"], terminate=True)
+    with pytest.raises(psycopg.OperationalError):
+        instance._conn.execute("SELECT 1")
+    assert lostloads.lost(cancelled, instance._conn)  # now broken
     transaction.abort()
 
 
