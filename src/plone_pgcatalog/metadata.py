@@ -14,6 +14,7 @@ with a single key starting with ``@``::
                   comes back as the same kind; without a named zone the
                   ISO form with its offset, and null)
     date          {"@date": "2026-01-02"}
+    NaN, infinity {"@float": "nan"}  ("inf", "-inf")
     tuple         {"@tuple": [...]}
     Missing.Value {"@missing": true}
     other         {"@str": "str(value)"}   (decoded as that string)
@@ -26,11 +27,14 @@ from __future__ import annotations
 from DateTime import DateTime
 
 import datetime
+import math
 import Missing
 
 
 def encode(value):
     """Return the JSON form of a metadata value."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"@float": repr(value)}  # JSON has no NaN nor infinity
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if value is Missing.Value:
@@ -97,6 +101,7 @@ _DECODERS = {
     "@tuple": lambda payload: tuple(decode(item) for item in payload),
     "@dict": lambda payload: {k: decode(v) for k, v in payload.items()},
     "@str": str,
+    "@float": float,
 }
 
 

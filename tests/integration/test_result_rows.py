@@ -388,3 +388,23 @@ def test_the_shared_results_can_be_switched_off(pg_layer, searches, monkeypatch)
         transaction.begin()
         api.content.find(portal_type="Document")
     assert len(searches) == 2
+
+
+def test_a_metadata_value_json_has_no_form_for_comes_back(many):
+    """A float attribute that is not a number or infinite, in a metadata
+    column: its brain gives it back, as ZCatalog's does.  Sent as it was,
+    PostgreSQL refused the row's JSON and the commit failed."""
+    import math
+
+    catalog = many.portal_catalog
+    catalog.addColumn("ratio")
+    folder = many["many"]
+    for name, value in (("d000", math.nan), ("d001", math.inf), ("d002", -math.inf)):
+        folder[name].ratio = value
+        folder[name].reindexObject()
+    transaction.commit()
+    brains = {b.getId: b for b in catalog(path="/plone/many", id=["d000", "d001"])}
+    assert math.isnan(brains["d000"].ratio)
+    assert brains["d001"].ratio == math.inf
+    [brain] = catalog(path="/plone/many", id="d002")
+    assert brain.ratio == -math.inf

@@ -5,9 +5,11 @@ from __future__ import annotations
 from DateTime import DateTime
 from plone_pgcatalog.metadata import decode
 from plone_pgcatalog.metadata import encode
+from plone_pgcatalog.store import processor
 
 import datetime
 import json
+import math
 import Missing
 import pytest
 
@@ -33,6 +35,17 @@ def test_round_trip_through_json(value):
     decoded = decode(json.loads(json.dumps(encode(value))))
     assert decoded == value
     assert type(decoded) is type(value)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_float_json_has_no_form_for_comes_back(value):
+    """ZCatalog's brain gives the attribute's NaN or infinity back; JSON
+    has neither (PostgreSQL refused the row's metadata: the commit
+    failed)."""
+    stored = processor.dumps(encode(value))
+    decoded = decode(json.loads(stored))
+    assert type(decoded) is float
+    assert math.isnan(decoded) if math.isnan(value) else decoded == value
 
 
 def test_datetime_keeps_its_timezone():

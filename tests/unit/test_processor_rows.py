@@ -243,3 +243,25 @@ def test_the_insert_of_missing_rows_reads_the_same_arrays(update, insert):
 def test_the_processor_writes_no_column_of_object_state():
     """Objects that are not cataloged pay nothing for the catalog."""
     assert processor.CatalogStateProcessor().get_extra_columns() == []
+
+
+def test_the_rows_json_is_orjson_s_with_the_standard_library_s_where_it_refuses():
+    """``processor.dumps``: the JSON values json.dumps gives, faster; a key
+    that is not a string and an integer beyond 64 bits, which orjson
+    refuses, as json.dumps writes them."""
+    import json
+
+    value = {"Title": "Café", "n": [1, 2.5, None, True], "t": (1, "a")}
+    assert json.loads(processor.dumps(value)) == json.loads(json.dumps(value))
+    assert processor.dumps({1: "one"}) == b'{"1": "one"}'
+    assert processor.dumps(2**70) == str(2**70).encode()
+    # A float that is not finite: null (json.dumps wrote NaN, which
+    # PostgreSQL refused).
+    assert processor.dumps(float("nan")) == b"null"
+    [row] = [_row(7, "/plone/a", idx={"Title": "A"}, meta={"Title": "A"})]
+    for array in row_arrays([row])[4:6]:
+        assert array[0].dumps is processor.dumps
+    [patch] = [_patch(8, "/plone/b", values={"Title": "B"}, removed={"x"})]
+    arrays = patch_arrays([patch])
+    for position in (5, 9, 10):
+        assert arrays[position][0].dumps is processor.dumps

@@ -47,6 +47,7 @@ from zodb_pgjsonb.storage import ExtraColumn
 
 import json
 import logging
+import orjson
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +160,21 @@ _DELETE_TEXTS = sql.SQL("DELETE FROM {} WHERE zoid = ANY(%s::bigint[])").format(
 )
 
 
+def dumps(value) -> bytes:
+    """The JSON of a row's metadata or index values, as the commit sends
+    them: orjson's, where it can (1,000 rows' metadata, values and removed
+    keys: 21-24 ms with the standard library's ``json.dumps``, psycopg's
+    default, 11 with orjson, most of the rest psycopg's arrays), else the
+    standard library's (an integer beyond 64 bits, a key that is not a
+    string).  The same JSON values either way; orjson writes a float that
+    is not finite as ``null`` (``json.dumps`` wrote ``NaN``, which
+    PostgreSQL refused: the commit failed)."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value).encode()
+
+
 def text_arrays(written: list) -> tuple[tuple[list, ...], list[int]]:
     """Bound parameters of ``_WRITE_TEXTS`` for the rows and patches
     ``written`` that give SearchableText, and the zoids that have none."""
@@ -194,12 +210,12 @@ def patch_arrays(patches: list[CatalogPatch]) -> tuple[list, ...]:
         [p.parent_path for p in patches],
         [p.path_depth for p in patches],
         [p.update_metadata for p in patches],
-        [Json(p.meta) for p in patches],
+        [Json(p.meta, dumps) for p in patches],
         [p.text_given for p in patches],
         [p.text_config if p.searchable_text is not None else None for p in patches],
         [p.searchable_text for p in patches],
-        [Jsonb(list(p.removed)) for p in patches],
-        [Jsonb(p.values) for p in patches],
+        [Jsonb(list(p.removed), dumps) for p in patches],
+        [Jsonb(p.values, dumps) for p in patches],
     )
 
 
@@ -243,8 +259,8 @@ def row_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
         [r.path for r in rows],
         [r.parent_path for r in rows],
         [r.path_depth for r in rows],
-        [Jsonb(r.idx) for r in rows],
-        [Json(r.meta) for r in rows],
+        [Jsonb(r.idx, dumps) for r in rows],
+        [Json(r.meta, dumps) for r in rows],
         [r.text_config if r.searchable_text is not None else None for r in rows],
         [r.searchable_text for r in rows],
     )
