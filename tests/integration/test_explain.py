@@ -949,11 +949,13 @@ def test_every_window_from_the_edge_keeps_its_plan(explained):
 def _bounded_scans(node: dict, column: str) -> list[tuple[str, str]]:
     """``(node type, index)`` of each scan of the catalog's table whose
     index condition bounds ``column`` by a value computed in the statement
-    (the walk's edge: ``column <= $n``)."""
+    (the walk's edge: ``column <= $n``; PostgreSQL 17 and newer show
+    ``column <= (InitPlan n).col1``)."""
     found = []
     condition = node.get("Index Cond") or node.get("Recheck Cond") or ""
+    computed = r"(\$\d+|\(InitPlan \d+\)\.col\d+)"
     if node.get("Relation Name") == "pgcatalog_objects" and re.search(
-        rf"\b{column} [<>]= \$\d+", condition
+        rf"\b{column} [<>]= {computed}", condition
     ):
         found.append((node["Node Type"], node.get("Index Name", "")))
     for child in node.get("Plans", []):
