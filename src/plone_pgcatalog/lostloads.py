@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from plone_pgcatalog.errors import ConnectionLost
-from plone_pgcatalog.sharedcache import instance_of
+from plone_pgcatalog.sharedcache import on_every_instance
 
 import psycopg
 
@@ -45,7 +45,8 @@ import psycopg
 #: read through ``load_multiple`` and ``loadBlob``).
 READS = ("load", "load_multiple", "loadBefore", "loadSerial", "loadBlob")
 
-#: An instance's attribute saying the rule is installed on it.
+#: The attribute of an instance, and of the storage, saying the rule is
+#: installed on it.
 _GUARDED = "_plone_pgcatalog_lost_loads"
 
 
@@ -56,9 +57,10 @@ def lost(error: BaseException, conn: psycopg.Connection | None) -> bool:
     (``PoolTimeout``, also an ``OperationalError``), which the WSGI filter
     answers "503, try again later" (``plone_pgcatalog.wsgi``) rather than
     Zope trying the request again, each try waiting as long."""
-    if not isinstance(error, psycopg.OperationalError) or conn is None:
-        return False
-    return conn.broken or conn.closed
+    # ``closed``: by the error (``broken``) or before the read.
+    return isinstance(error, psycopg.OperationalError) and (
+        conn is not None and conn.closed
+    )
 
 
 def _guarded(instance, read: Callable) -> Callable:
@@ -89,24 +91,12 @@ def guard(instance) -> None:
     setattr(instance, _GUARDED, True)
 
 
-def _guard_connection(connection) -> None:
-    guard(instance_of(connection))
-
-
 def retry_lost_loads(db) -> None:
     """Install the rule on the zodb-pgjsonb storage of ``db`` (a
     ``ZODB.DB``): on the instances it makes from now on and on those of
-    its open connections.  Calling it twice changes nothing."""
-    storage = db.storage
-    if getattr(storage.new_instance, _GUARDED, False):
+    its open connections (``sharedcache.on_every_instance``).  Calling it
+    twice changes nothing."""
+    if getattr(db.storage, _GUARDED, False):
         return
-    new_instance = storage.new_instance
-
-    def guarded_instance():
-        instance = new_instance()
-        guard(instance)
-        return instance
-
-    setattr(guarded_instance, _GUARDED, True)
-    storage.new_instance = guarded_instance
-    db._connectionMap(_guard_connection)
+    setattr(db.storage, _GUARDED, True)
+    on_every_instance(db, guard)

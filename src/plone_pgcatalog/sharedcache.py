@@ -171,8 +171,21 @@ def instance_of(connection):
     return connection._storage if instance is None else instance
 
 
-def _cover_connection(connection) -> None:
-    _cover(instance_of(connection))
+def on_every_instance(db, install) -> None:
+    """Call ``install`` on every storage instance of the zodb-pgjsonb
+    storage of ``db`` (a ``ZODB.DB``): on those of its connections now
+    (Zope opens one before it tells subscribers the database is open) and
+    on each the storage makes from now on."""
+    storage = db.storage
+    new_instance = storage.new_instance
+
+    def installing():
+        instance = new_instance()
+        install(instance)
+        return instance
+
+    storage.new_instance = installing
+    db._connectionMap(lambda connection: install(instance_of(connection)))
 
 
 def keep_invalidations(db) -> None:
@@ -212,12 +225,4 @@ def keep_invalidations(db) -> None:
     if warmer is not None:
         warmer._shared_cache = covered
     storage._shared_cache = covered
-    new_instance = storage.new_instance
-
-    def covering_instance():
-        instance = new_instance()
-        _cover(instance)
-        return instance
-
-    storage.new_instance = covering_instance
-    db._connectionMap(_cover_connection)
+    on_every_instance(db, _cover)
