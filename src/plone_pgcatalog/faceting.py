@@ -218,7 +218,7 @@ def counted(
     definitions = catalog.getIndexDefinitions()
     pending = current_pending()
     overlay = pending.overlay() if pending else Overlay()
-    configs = text_configs(query)
+    configs = text_configs(query, catalog)
     with connection.reading(catalog) as conn:
         context = QueryContext(
             text_configs=configs,

@@ -14,6 +14,9 @@ Must not compose SQL itself.
 
 from __future__ import annotations
 
+from Acquisition import aq_base
+from Acquisition import aq_inner
+from Acquisition import aq_parent
 from operator import itemgetter
 from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
@@ -126,7 +129,7 @@ def _search(
     is read after its transaction, and the snapshot it was found in."""
     started = time.perf_counter()
     overlay = pending.overlay() if pending else Overlay()
-    configs = text_configs(query)
+    configs = text_configs(query, catalog)
     large = is_large(connection.catalog_rows(catalog))
     lists = many_lists(connection.numbered_lists(catalog))
 
@@ -355,10 +358,10 @@ def _as_read(catalog) -> tuple[dict[str, str], bool]:
     return connection.ready_columns(catalog), connection.site_alone(catalog)
 
 
-def text_configs(query: dict) -> tuple[str, ...]:
+def text_configs(query: dict, catalog=None) -> tuple[str, ...]:
     """Languages whose stems a full-text query matches.
 
-    Those the query asks for with ``Language``, else the site's
+    Those the query asks for with ``Language``, else the catalog's site's
     available languages (Plone's language settings).
     """
     languages = query.get("Language")
@@ -367,20 +370,34 @@ def text_configs(query: dict) -> tuple[str, ...]:
     if isinstance(languages, str):
         languages = [languages]
     if not isinstance(languages, (list, tuple)) or not languages:
-        languages = site_languages()
+        languages = site_languages(catalog)
     configs = {text_config(language) for language in languages}
     configs.discard("simple")
     return tuple(sorted(configs))
 
 
-def site_languages() -> list[str]:
-    """The languages Plone's settings offer (default language first)."""
+def site_languages(catalog=None) -> list[str]:
+    """The languages Plone's settings offer (default language first): of
+    the site of ``catalog`` (a catalog tool), else of the current site.
+
+    The current site's are the catalog's own, but where code works on a
+    site that it has not made the current one (a script at the Zope root):
+    then the registry is looked up from the catalog (its site's)."""
     from plone.registry.interfaces import IRegistry
     from zope.component import queryUtility
+    from zope.component.hooks import getSite
 
-    registry = queryUtility(IRegistry)
+    if catalog is not None and not _of_site(catalog, getSite()):
+        registry = queryUtility(IRegistry, context=catalog)
+    else:
+        registry = queryUtility(IRegistry)
     if registry is None:
         return [""]
     default = registry.get("plone.default_language") or ""
     available = registry.get("plone.available_languages") or []
     return [default, *available]
+
+
+def _of_site(catalog, site) -> bool:
+    """Whether ``catalog`` is the catalog of ``site`` (its container)."""
+    return site is not None and aq_base(aq_parent(aq_inner(catalog))) is aq_base(site)

@@ -26,6 +26,7 @@ from AccessControl.Permissions import manage_zcatalog_entries
 from AccessControl.Permissions import manage_zcatalog_indexes
 from AccessControl.Permissions import search_zcatalog
 from Acquisition import aq_base
+from Acquisition import aq_get
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from DateTime import DateTime
@@ -334,6 +335,9 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
             if unwrap is not None:
                 content = unwrap()
         path = uid or "/".join(content.getPhysicalPath())
+        own = self._catalog_of_its_site(content, path)
+        if own is not None:
+            return own.catalog_object(obj, uid, idxs, update_metadata, pghandler)
         zoid = self._zoid_of(content, path)
         if zoid is None:
             return
@@ -357,7 +361,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
                 self._catalog.names,
                 wrapped,
                 update_metadata=bool(update_metadata),
-                default_language=site_languages()[0],
+                default_language=self.site_languages()[0],
                 # ZCatalog gives a new row its metadata in any case.
                 read_metadata=bool(update_metadata) or not self._has_row(zoid, path),
             )
@@ -369,11 +373,32 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
             definitions,
             self._catalog.names,
             wrapped,
-            default_language=site_languages()[0],
+            default_language=self.site_languages()[0],
         )
         # ``pghandler`` is ZCatalog's signature; progress is reported by the
         # loops that catalog many objects (maintenance.py), as in ZCatalog.
         self.pending_changes().catalog(row)
+
+    def _catalog_of_its_site(self, content, path: str):
+        """The catalog of another site that ``content`` (at ``path``, not
+        in this catalog's site) belongs to, or None.
+
+        CMFCore's ``getToolByName`` gives the current site's catalog: code
+        that changes an object of another site of the database without
+        making that site the current one (a script at the Zope root, a
+        move between sites) has this catalog index it.  ZCatalog would
+        keep a stray entry for it; here each object has one row, which the
+        other site's searches read: indexed with this site's index
+        definitions, it would lose the values of that site's indexes of
+        other types or names.  The object's own catalog indexes it, as its
+        site's requests do."""
+        site = self.site_path()
+        if path == site or path.startswith(site.rstrip("/") + "/"):
+            return None
+        own = aq_get(content, "portal_catalog", None, 1)
+        if own is None or aq_base(own) is aq_base(self):
+            return None
+        return own
 
     def _has_row(self, zoid: int, path: str) -> bool:
         """Whether ``zoid`` (at ``path``) is cataloged, pending changes
@@ -513,8 +538,8 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
     @security.private
     def site_languages(self) -> list[str]:
-        """The languages Plone's settings offer (default language first)."""
-        return site_languages()
+        """The languages this catalog's site offers (default first)."""
+        return site_languages(self)
 
     _listAllowedRolesAndUsers = PloneCatalogTool._listAllowedRolesAndUsers
     allow_inactive = PloneCatalogTool.allow_inactive
