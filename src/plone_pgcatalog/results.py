@@ -382,13 +382,16 @@ def site_languages(catalog=None) -> list[str]:
 
     The current site's are the catalog's own, but where code works on a
     site that it has not made the current one (a script at the Zope root):
-    then the registry is looked up from the catalog (its site's)."""
+    then they are read from the registry of the catalog's site, an object
+    of it (the component registry hands out another site's utilities only
+    below the current site)."""
     from plone.registry.interfaces import IRegistry
     from zope.component import queryUtility
     from zope.component.hooks import getSite
 
-    if catalog is not None and not _of_site(catalog, getSite()):
-        registry = queryUtility(IRegistry, context=catalog)
+    site = None if catalog is None else aq_parent(aq_inner(catalog))
+    if site is not None and aq_base(site) is not aq_base(getSite()):
+        registry = getattr(aq_base(site), "portal_registry", None)
     else:
         registry = queryUtility(IRegistry)
     if registry is None:
@@ -396,8 +399,3 @@ def site_languages(catalog=None) -> list[str]:
     default = registry.get("plone.default_language") or ""
     available = registry.get("plone.available_languages") or []
     return [default, *available]
-
-
-def _of_site(catalog, site) -> bool:
-    """Whether ``catalog`` is the catalog of ``site`` (its container)."""
-    return site is not None and aq_base(aq_parent(aq_inner(catalog))) is aq_base(site)

@@ -224,3 +224,63 @@ def test_an_object_changed_while_another_site_is_current_keeps_its_sites_indexes
     transaction.commit()
     assert _paths(other.unrestrictedSearchResults(pgc_when="e")) == ["/second/page-1"]
     assert _paths(portal.portal_catalog.unrestrictedSearchResults(path="/second")) == []
+
+
+def test_a_folder_moved_to_the_other_site_takes_that_sites_indexes(two_sites):
+    """A moved folder's descendants keep their rows, at their new paths,
+    and have the indexes that a move may change read again (``moves``):
+    those of add-ons among them, by the definitions of the site they are
+    in now (here ``pgc_when``: a KeywordIndex in the second site, a
+    DateIndex in the first).  Neither site's searches, before the commit
+    or after, find them where they were."""
+    from zope.component.hooks import setSite
+
+    portal, second = two_sites
+    setSite(second)
+    with api.env.adopt_roles(["Manager"]):
+        folder = api.content.create(container=second, type="Folder", id="moving")
+        inner = api.content.create(
+            container=folder, type="Document", id="inner", title="Neue Häuser"
+        )
+    inner.pgc_when = ["x"]
+    inner.pgc_tags = "solo"
+    inner.reindexObject()
+    transaction.commit()
+    first, other = portal.portal_catalog, second.portal_catalog
+    assert _paths(other.unrestrictedSearchResults(pgc_when="x")) == [
+        "/second/moving/inner"
+    ]
+    # Pasted into the first site, from a request of the first site.
+    setSite(portal)
+    inner.pgc_when = DateTime("2026/04/01 10:00 UTC")
+    inner.pgc_tags = ["green"]
+    with api.env.adopt_roles(["Manager"]):
+        api.content.move(source=second["moving"], target=portal)
+
+    def found():
+        return (
+            _paths(
+                first.unrestrictedSearchResults(path="/plone/moving", sort_on="path")
+            ),
+            _paths(first.unrestrictedSearchResults(pgc_tags="green")),
+            _paths(
+                first.unrestrictedSearchResults(
+                    pgc_when={"query": DateTime("2026/03/31"), "range": "min"}
+                )
+            ),
+            _paths(other.unrestrictedSearchResults(path="/second/moving")),
+            _paths(other.unrestrictedSearchResults(pgc_when="x")),
+        )
+
+    expected = (
+        ["/plone/moving", "/plone/moving/inner"],
+        ["/plone/moving/inner"],
+        ["/plone/moving/inner"],
+        [],
+        [],
+    )
+    assert found() == expected  # read-your-writes
+    transaction.commit()
+    assert found() == expected
+    data = first.getIndexDataForUID("/plone/moving/inner")
+    assert data["pgc_tags"] == ["green"]
