@@ -28,7 +28,9 @@ What happens here instead:
   date and creators Plone has just set (``modified``, ``Date``,
   ``Creator``), the indexes of add-ons, and the metadata.
 
-The root itself is cataloged in full, as always.  If another change of the
+The root itself is cataloged in full, as always; and every descendant of
+a folder moved into another site (of the same database), whose catalog
+has definitions of its own.  If another change of the
 same object is queued in the transaction, CMFCore's queue merges it with
 the partial reindex (a full reindex wins), so nothing is lost.
 
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
+from Acquisition import aq_get
 from OFS.interfaces import IObjectWillBeMovedEvent
 from plone_pgcatalog.ordering import pg_catalog
 from Products.CMFCore.indexing import getQueue
@@ -203,6 +206,8 @@ def object_moved(obj, event) -> None:
     operation, queued, attributes, metadata = state[position]
     if attributes:
         return  # already a partial reindex, not CMFCore's full one
+    if _across_sites(event):
+        return  # CMFCore's full one, by the definitions of the new site
     state[position] = (
         operation,
         queued,
@@ -215,6 +220,24 @@ def object_moved(obj, event) -> None:
 #: ``(event, security changed)`` of the last move: one event is dispatched
 #: to every descendant in turn, the parents are compared once.
 _last_move: tuple = (None, False)
+#: ``(event, across sites)`` of the last move, likewise.
+_last_crossing: tuple = (None, False)
+
+
+def _across_sites(event) -> bool:
+    """Whether the move takes the object into another site's catalog.
+
+    Then its descendants are read again in full, as CMFCore does: the
+    other site's indexes of the same names may be of other types, and its
+    rows must not keep the values of the indexes it does not have."""
+    global _last_crossing
+    last_event, across = _last_crossing
+    if last_event is not event:
+        old = aq_get(event.oldParent, "portal_catalog", None, 1)
+        new = aq_get(event.newParent, "portal_catalog", None, 1)
+        across = aq_base(old) is not aq_base(new)
+        _last_crossing = (event, across)
+    return across
 
 
 def _security_changed(event) -> bool:

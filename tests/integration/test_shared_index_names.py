@@ -25,6 +25,7 @@ from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog.testing import EXTENSION_PROFILES
 from plone_pgcatalog.testing import PGCATALOG_PROFILE
 from tests.integration.test_typed_columns import _next_transaction
+from tests.integration.test_typed_columns import _query
 from tests.integration.test_typed_columns import _registered
 
 import pytest
@@ -226,17 +227,20 @@ def test_an_object_changed_while_another_site_is_current_keeps_its_sites_indexes
     assert _paths(portal.portal_catalog.unrestrictedSearchResults(path="/second")) == []
 
 
-def test_a_folder_moved_to_the_other_site_takes_that_sites_indexes(two_sites):
-    """A moved folder's descendants keep their rows, at their new paths,
-    and have the indexes that a move may change read again (``moves``):
-    those of add-ons among them, by the definitions of the site they are
-    in now (here ``pgc_when``: a KeywordIndex in the second site, a
-    DateIndex in the first).  Neither site's searches, before the commit
-    or after, find them where they were."""
+def test_a_folder_moved_to_the_other_site_takes_that_sites_indexes(pg_layer, two_sites):
+    """A moved folder's descendants keep their rows, at their new paths.
+    Moved within a site, they have only the indexes that a move may change
+    read again (``moves``); into another site, all of them, by the
+    definitions of that site (here ``pgc_when``: a KeywordIndex in the
+    second site, a DateIndex in the first; ``pgc_only`` the second site's
+    alone): their rows keep nothing of the other site's.  Neither site's
+    searches, before the commit or after, find them where they were."""
     from zope.component.hooks import setSite
 
     portal, second = two_sites
     setSite(second)
+    second.portal_catalog.addIndex("pgc_only", "FieldIndex")
+    _next_transaction(second)
     with api.env.adopt_roles(["Manager"]):
         folder = api.content.create(container=second, type="Folder", id="moving")
         inner = api.content.create(
@@ -244,6 +248,7 @@ def test_a_folder_moved_to_the_other_site_takes_that_sites_indexes(two_sites):
         )
     inner.pgc_when = ["x"]
     inner.pgc_tags = "solo"
+    inner.pgc_only = "left behind"
     inner.reindexObject()
     transaction.commit()
     first, other = portal.portal_catalog, second.portal_catalog
@@ -284,3 +289,10 @@ def test_a_folder_moved_to_the_other_site_takes_that_sites_indexes(two_sites):
     assert found() == expected
     data = first.getIndexDataForUID("/plone/moving/inner")
     assert data["pgc_tags"] == ["green"]
+    [(keys,)] = _query(
+        pg_layer["pgcatalog_dsn"],
+        "SELECT array(SELECT jsonb_object_keys(idx)) FROM pgcatalog_objects"
+        " WHERE path = '/plone/moving/inner'",
+    )
+    assert "pgc_only" not in keys
+    assert "pgc_when" in keys  # a DateIndex's value: not stored once
