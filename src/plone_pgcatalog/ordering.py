@@ -17,6 +17,7 @@ Must not touch SQL or connections.
 from __future__ import annotations
 
 from Acquisition import aq_base
+from Acquisition import aq_get
 from plone.folder.interfaces import IExplicitOrdering
 from plone.folder.interfaces import IOrderableFolder
 from plone_pgcatalog.interfaces import IPGCatalogTool
@@ -25,8 +26,17 @@ from Products.CMFCore.utils import getToolByName
 
 
 def pg_catalog(context):
-    """The site's portal_catalog if it is this add-on's, else None."""
-    catalog = getToolByName(context, "portal_catalog", None)
+    """The portal_catalog of ``context``'s site if it is this add-on's,
+    else None.
+
+    Found by acquisition from ``context``: CMFCore's ``getToolByName``
+    gives the current site's, which is another site's where code changes a
+    site that is not the current one (several sites in one database: a
+    move between them, a script that walks them); only for a ``context``
+    without acquisition is it the fallback."""
+    catalog = aq_get(context, "portal_catalog", None, 1)
+    if catalog is None:
+        catalog = getToolByName(context, "portal_catalog", None)
     if catalog is None or not IPGCatalogTool.providedBy(catalog):
         return None
     return catalog

@@ -15,6 +15,7 @@ Must not compose SQL itself.
 from __future__ import annotations
 
 from Acquisition import aq_base
+from Acquisition import aq_chain
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from operator import itemgetter
@@ -380,8 +381,9 @@ def site_languages(catalog=None) -> list[str]:
     """The languages Plone's settings offer (default language first): of
     the site of ``catalog`` (a catalog tool), else of the current site.
 
-    The current site's are the catalog's own, but where code works on a
-    site that it has not made the current one (a script at the Zope root):
+    The current site's are the catalog's own (or a sub-site's of it), but
+    where code works on a site that it has not made the current one (a
+    move between sites, a script that walks several sites, none current):
     then they are read from the registry of the catalog's site, an object
     of it (the component registry hands out another site's utilities only
     below the current site)."""
@@ -390,7 +392,7 @@ def site_languages(catalog=None) -> list[str]:
     from zope.component.hooks import getSite
 
     site = None if catalog is None else aq_parent(aq_inner(catalog))
-    if site is not None and aq_base(site) is not aq_base(getSite()):
+    if site is not None and not _within(getSite(), site):
         registry = getattr(aq_base(site), "portal_registry", None)
     else:
         registry = queryUtility(IRegistry)
@@ -399,3 +401,11 @@ def site_languages(catalog=None) -> list[str]:
     default = registry.get("plone.default_language") or ""
     available = registry.get("plone.available_languages") or []
     return [default, *available]
+
+
+def _within(current, site) -> bool:
+    """Whether the current site ``current`` is ``site`` or below it."""
+    if current is None:
+        return False
+    base = aq_base(site)
+    return any(aq_base(item) is base for item in aq_chain(aq_inner(current)))

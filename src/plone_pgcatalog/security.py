@@ -42,8 +42,8 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from dataclasses import dataclass
 from plone_pgcatalog.extraction import CatalogPatch
-from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.interfaces import MISSING
+from plone_pgcatalog.ordering import pg_catalog
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.registry import get_translator
@@ -602,8 +602,8 @@ _cmf_reindex_object_security = CatalogAware.reindexObjectSecurity
 def reindexObjectSecurity(self, skip_self=False):
     """CMFCore's ``reindexObjectSecurity``; set-based where the catalog is
     a ``PGCatalogTool`` and ``reindex_subtree`` can compute the values."""
-    catalog = self._getCatalogTool()
-    if IPGCatalogTool.providedBy(catalog) and reindex_subtree(catalog, self, skip_self):
+    catalog = pg_catalog(self)  # its site's, also where that is not current
+    if catalog is not None and reindex_subtree(catalog, self, skip_self):
         return
     _cmf_reindex_object_security(self, skip_self)
 

@@ -385,8 +385,8 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
         CMFCore's ``getToolByName`` gives the current site's catalog: code
         that changes an object of another site of the database without
-        making that site the current one (a script at the Zope root, a
-        move between sites) has this catalog index it.  ZCatalog would
+        making that site the current one (a move between sites, a script
+        that walks several sites) has this catalog index it.  ZCatalog would
         keep a stray entry for it; here each object has one row, which the
         other site's searches read: indexed with this site's index
         definitions, it would lose the values of that site's indexes of
@@ -445,6 +445,10 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def _reindexObject(self, object, idxs=[], update_metadata=1, uid=None):
         if uid is None:
             uid = "/".join(object.getPhysicalPath())
+        own = self._catalog_of_its_site(object, uid)
+        if own is not None:
+            # Before the names are filtered: by its own catalog's indexes.
+            return own._reindexObject(object, idxs, update_metadata, uid)
         if idxs:
             # As CMFCore: names that are not indexes are left out.
             idxs = [name for name in idxs if name in self._catalog.indexes]

@@ -39,7 +39,8 @@ def _paths(brains) -> list[str]:
 @pytest.fixture
 def two_sites(pg_layer):
     """``plone`` with ``pgc_when`` a DateIndex and ``pgc_tags`` a
-    KeywordIndex (made first: the typed columns are theirs), ``second``
+    KeywordIndex (made first: the typed columns are theirs) and
+    ``pgc_first_only`` a FieldIndex that the other lacks, ``second``
     with ``pgc_when`` a KeywordIndex and ``pgc_tags`` a FieldIndex; three
     pages in each, the indexes' values set."""
     from Products.CMFPlone.factory import addPloneSite
@@ -51,6 +52,7 @@ def two_sites(pg_layer):
     first = portal.portal_catalog
     first.addIndex("pgc_when", "DateIndex")
     first.addIndex("pgc_tags", "KeywordIndex")
+    first.addIndex("pgc_first_only", "FieldIndex")
     _next_transaction(portal)
     addPloneSite(
         app,
@@ -296,3 +298,71 @@ def test_a_folder_moved_to_the_other_site_takes_that_sites_indexes(pg_layer, two
     )
     assert "pgc_only" not in keys
     assert "pgc_when" in keys  # a DateIndex's value: not stored once
+
+
+def test_the_second_sites_changes_made_while_the_first_is_current(two_sites):
+    """With the first site current, CMFCore hands every change of the
+    second site's objects to the first site's catalog: a partial reindex
+    that names the first site's indexes, a move within the second site (a
+    partial reindex of the descendants by the indexes a move may change:
+    the first site's ``pgc_first_only`` among them), a sharing change.
+    Each is the second site's catalog's, by its own indexes (the names it
+    does not have are left out, as CMFCore does): before, the names were
+    filtered by the first site's indexes and checked by the second's, and
+    the commit failed with a KeyError; and the move's partial reindex was
+    of the first site's indexes, without the second's ``pgc_only``.  (The
+    sharing change's values are the same by either catalog: the security
+    indexes are Plone's in both.)"""
+
+    portal, second = two_sites
+    other = second.portal_catalog
+    page = second["page-0"]
+    page.pgc_tags = "duo"
+    page.reindexObject(idxs=["pgc_first_only", "pgc_tags"])
+    transaction.commit()
+    assert _paths(other.unrestrictedSearchResults(pgc_tags="duo")) == ["/second/page-0"]
+    other.addIndex("pgc_only", "FieldIndex")
+    _next_transaction(second)
+    with api.env.adopt_roles(["Manager"]):
+        shelf = api.content.create(container=second, type="Folder", id="shelf")
+        box = api.content.create(container=second, type="Folder", id="box")
+        api.content.move(source=second["page-2"], target=box)
+    box["page-2"].pgc_only = "before"
+    box["page-2"].reindexObject()
+    transaction.commit()
+    # Changed without a reindex: the move reads the add-on's index again.
+    box["page-2"].pgc_only = "moved"
+    with api.env.adopt_roles(["Manager"]):
+        api.content.move(source=box, target=shelf)
+    transaction.commit()
+    moved = ["/second/shelf/box", "/second/shelf/box/page-2"]
+    found = other.unrestrictedSearchResults(path="/second/shelf/box", sort_on="path")
+    assert _paths(found) == moved
+    found = other.unrestrictedSearchResults(pgc_only="moved")
+    assert _paths(found) == ["/second/shelf/box/page-2"]
+    box = shelf["box"]
+    box.manage_setLocalRoles("pgc-reader", ["Reader"])
+    box.reindexObjectSecurity()
+    transaction.commit()
+    found = other.unrestrictedSearchResults(
+        allowedRolesAndUsers="user:pgc-reader", sort_on="path"
+    )
+    assert _paths(found) == moved
+
+
+def test_a_catalog_used_without_a_current_site_has_its_sites_languages(two_sites):
+    """A script at the Zope root that catalogs and searches through a
+    site's catalog, no site being the current one: the words are stemmed
+    in the site's language (before: in none, the component registry
+    outside a site has no Plone settings)."""
+    from zope.component.hooks import setSite
+
+    portal, second = two_sites
+    other = second.portal_catalog
+    setSite(None)
+    page = second["page-0"]
+    page.title = "Die Häuser am Hafen"
+    other.catalog_object(page)
+    transaction.commit()
+    found = other.unrestrictedSearchResults(SearchableText="Häusern")
+    assert _paths(found) == ["/second/page-0"]
