@@ -408,4 +408,6 @@ def _within(current, site) -> bool:
     if current is None:
         return False
     base = aq_base(site)
+    if aq_base(current) is base:
+        return True  # the common case, without walking up
     return any(aq_base(item) is base for item in aq_chain(aq_inner(current)))
