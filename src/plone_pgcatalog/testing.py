@@ -200,6 +200,24 @@ def open_db(dsn: str):
     return db
 
 
+def add_second_site(app, language: str = "de"):
+    """A second Plone site with this catalog, ``second``, beside the test
+    site in the same database (several sites share the catalog's table),
+    made the current site; returned."""
+    from Products.CMFPlone.factory import addPloneSite
+    from zope.component.hooks import setSite
+
+    addPloneSite(
+        app,
+        "second",
+        default_language=language,
+        extension_ids=(*EXTENSION_PROFILES, PGCATALOG_PROFILE),
+    )
+    second = app["second"]
+    setSite(second)
+    return second
+
+
 def create_site(app, extension_profiles) -> None:
     """Create the test site ``plone`` with Plone's default workflow."""
     from plone.testing.zope import login

@@ -6,8 +6,7 @@ from __future__ import annotations
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from plone_pgcatalog.testing import EXTENSION_PROFILES
-from plone_pgcatalog.testing import PGCATALOG_PROFILE
+from plone_pgcatalog.testing import add_second_site
 
 import transaction
 
@@ -117,19 +116,10 @@ def test_stop_words_and_lone_operators_do_not_raise(pg_layer):
 
 
 def test_each_site_in_a_database_sees_only_its_own_content(pg_layer):
-    from Products.CMFPlone.factory import addPloneSite
     from zope.component.hooks import setSite
 
-    app = pg_layer["app"]
     portal = pg_layer["portal"]
-    addPloneSite(
-        app,
-        "second",
-        default_language="de",
-        extension_ids=(*EXTENSION_PROFILES, PGCATALOG_PROFILE),
-    )
-    second = app["second"]
-    setSite(second)
+    second = add_second_site(pg_layer["app"])
     with api.env.adopt_roles(["Manager"]):
         api.content.create(container=second, type="Document", id="doc", title="Zweites")
     transaction.commit()

@@ -22,8 +22,7 @@ from DateTime import DateTime
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
-from plone_pgcatalog.testing import EXTENSION_PROFILES
-from plone_pgcatalog.testing import PGCATALOG_PROFILE
+from plone_pgcatalog.testing import add_second_site
 from tests.integration.test_typed_columns import _next_transaction
 from tests.integration.test_typed_columns import _query
 from tests.integration.test_typed_columns import _registered
@@ -43,7 +42,6 @@ def two_sites(pg_layer):
     ``pgc_first_only`` a FieldIndex that the other lacks, ``second``
     with ``pgc_when`` a KeywordIndex and ``pgc_tags`` a FieldIndex; three
     pages in each, the indexes' values set."""
-    from Products.CMFPlone.factory import addPloneSite
     from zope.component.hooks import setSite
 
     app = pg_layer["app"]
@@ -54,14 +52,7 @@ def two_sites(pg_layer):
     first.addIndex("pgc_tags", "KeywordIndex")
     first.addIndex("pgc_first_only", "FieldIndex")
     _next_transaction(portal)
-    addPloneSite(
-        app,
-        "second",
-        default_language="de",
-        extension_ids=(*EXTENSION_PROFILES, PGCATALOG_PROFILE),
-    )
-    second = app["second"]
-    setSite(second)
+    second = add_second_site(app)
     other = second.portal_catalog
     other.addIndex("pgc_when", "KeywordIndex")
     other.addIndex("pgc_tags", "FieldIndex")
