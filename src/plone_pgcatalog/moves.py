@@ -217,11 +217,16 @@ def object_moved(obj, event) -> None:
     getQueue().setState(state)
 
 
-#: ``(event, security changed)`` of the last move: one event is dispatched
-#: to every descendant in turn, the parents are compared once.
-_last_move: tuple = (None, False)
-#: ``(event, across sites)`` of the last move, likewise.
-_last_crossing: tuple = (None, False)
+def _of_the_move(event, name: str, compute) -> bool:
+    """``compute(event)``, once per move: one event is dispatched to every
+    descendant in turn.  Kept on the event (attribute ``name``), which
+    lives as long as its dispatch: nothing of a move outlives it, and
+    threads moving at once keep their own."""
+    kept = getattr(event, "__dict__", {})  # an event with slots: not kept
+    value = kept.get(name)
+    if value is None:
+        value = kept[name] = compute(event)
+    return value
 
 
 def _across_sites(event) -> bool:
@@ -230,20 +235,18 @@ def _across_sites(event) -> bool:
     Then its descendants are read again in full, as CMFCore does: the
     other site's indexes of the same names may be of other types, and its
     rows must not keep the values of the indexes it does not have."""
-    global _last_crossing
-    last_event, across = _last_crossing
-    if last_event is not event:
+
+    def across(event) -> bool:
         old = aq_get(event.oldParent, "portal_catalog", None, 1)
         new = aq_get(event.newParent, "portal_catalog", None, 1)
-        across = aq_base(old) is not aq_base(new)
-        _last_crossing = (event, across)
-    return across
+        return aq_base(old) is not aq_base(new)
+
+    return _of_the_move(event, "_pgcatalog_across_sites", across)
 
 
 def _security_changed(event) -> bool:
-    global _last_move
-    last_event, changed = _last_move
-    if last_event is not event:
-        changed = not same_security(event.oldParent, event.newParent)
-        _last_move = (event, changed)
-    return changed
+    return _of_the_move(
+        event,
+        "_pgcatalog_security_changed",
+        lambda event: not same_security(event.oldParent, event.newParent),
+    )
