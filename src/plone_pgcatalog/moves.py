@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
-from Acquisition import aq_get
 from OFS.interfaces import IObjectWillBeMovedEvent
+from plone_pgcatalog.ordering import catalog_of
 from plone_pgcatalog.ordering import pg_catalog
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
@@ -237,8 +237,7 @@ def _across_sites(event) -> bool:
     rows must not keep the values of the indexes it does not have."""
 
     def across(event) -> bool:
-        old = aq_get(event.oldParent, "portal_catalog", None, 1)
-        new = aq_get(event.newParent, "portal_catalog", None, 1)
+        old, new = catalog_of(event.oldParent), catalog_of(event.newParent)
         return aq_base(old) is not aq_base(new)
 
     return _of_the_move(event, "_pgcatalog_across_sites", across)

@@ -25,16 +25,22 @@ from plone_pgcatalog.pending import current_pending
 from Products.CMFCore.utils import getToolByName
 
 
+def catalog_of(context):
+    """The portal_catalog of ``context``'s site, of any kind, by
+    acquisition from ``context`` (its containers), or None: CMFCore's
+    ``getToolByName`` gives the current site's, which is another site's
+    where code changes a site that is not the current one (several sites in
+    one database: a move between them, a script that walks them)."""
+    return aq_get(context, "portal_catalog", None, 1)
+
+
 def pg_catalog(context):
     """The portal_catalog of ``context``'s site if it is this add-on's,
     else None.
 
-    Found by acquisition from ``context``: CMFCore's ``getToolByName``
-    gives the current site's, which is another site's where code changes a
-    site that is not the current one (several sites in one database: a
-    move between them, a script that walks them); only for a ``context``
-    without acquisition is it the fallback."""
-    catalog = aq_get(context, "portal_catalog", None, 1)
+    Found by acquisition (``catalog_of``); only for a ``context`` without
+    acquisition is CMFCore's ``getToolByName`` the fallback."""
+    catalog = catalog_of(context)
     if catalog is None:
         catalog = getToolByName(context, "portal_catalog", None)
     if catalog is None or not IPGCatalogTool.providedBy(catalog):

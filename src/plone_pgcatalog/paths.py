@@ -537,6 +537,11 @@ def path_clause(path: str, depth: int) -> tuple[sql.Composable, list]:
     return subtree, params
 
 
+def in_subtree(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or below it."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def path_depth(path: str) -> int:
     """Number of path elements: '/Plone' is 1, '/Plone/a' is 2."""
     return len([p for p in path.split("/") if p])

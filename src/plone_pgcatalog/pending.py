@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
+from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.store.overlay import Overlay
 from plone_pgcatalog.store.relocation import compose
 from plone_pgcatalog.store.relocation import moved_path
@@ -91,10 +92,7 @@ class PendingCatalog:
         subtree, without cataloging it again."""
         if path in self.removed_paths:
             return True
-        return any(
-            path == root or path.startswith(root.rstrip("/") + "/")
-            for root in self.cleared_subtrees
-        )
+        return any(in_subtree(path, root) for root in self.cleared_subtrees)
 
     def uncatalog(self, path: str) -> None:
         """Forget the object at ``path``; its row is cleared at commit."""

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.ordering import pg_catalog
+from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.registry import get_translator
@@ -433,10 +434,6 @@ def _queued() -> set[int]:
     return oids
 
 
-def _below(path: str, root: str) -> bool:
-    return path == root or path.startswith(root + "/")
-
-
 class _Subtree:
     """The settings of a subtree's objects, from their stored states."""
 
@@ -522,7 +519,7 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
         live.update(pending.patches)
         # Cataloged in this transaction: found by CMFCore's search too.
         reread.update(
-            row.path for row in pending.rows.values() if _below(row.path, root)
+            row.path for row in pending.rows.values() if in_subtree(row.path, root)
         )
     index = catalog.getIndexDefinitions()[INDEX]
     translator = get_translator(index.meta_type)

@@ -26,7 +26,6 @@ from AccessControl.Permissions import manage_zcatalog_entries
 from AccessControl.Permissions import manage_zcatalog_indexes
 from AccessControl.Permissions import search_zcatalog
 from Acquisition import aq_base
-from Acquisition import aq_get
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from DateTime import DateTime
@@ -48,6 +47,8 @@ from plone_pgcatalog.extraction import extract_row
 from plone_pgcatalog.extraction import indexable
 from plone_pgcatalog.indexes import index_data
 from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.ordering import catalog_of
+from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.pending import pending_changes
 from plone_pgcatalog.results import search_results
@@ -392,10 +393,9 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         definitions, it would lose the values of that site's indexes of
         other types or names.  The object's own catalog indexes it, as its
         site's requests do."""
-        site = self.site_path()
-        if path == site or path.startswith(site.rstrip("/") + "/"):
+        if in_subtree(path, self.site_path()):
             return None
-        own = aq_get(content, "portal_catalog", None, 1)
+        own = catalog_of(content)
         if own is None or aq_base(own) is aq_base(self):
             return None
         return own
