@@ -34,9 +34,12 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from array import array
 from collections.abc import Iterator
+from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.errors import SearchTimeout
+from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
+from Products.CMFCore.interfaces import ISiteRoot
 from Products.ZCatalog.interfaces import IProgressHandler
 from transaction.interfaces import TransientError
 from ZODB.POSException import ConflictError
@@ -246,13 +249,49 @@ def clear_index(tool, name: str, pghandler=None) -> int:
 
 def content_objects(tool) -> Iterator:
     """What a rebuild catalogs: the site and every object below it that has
-    a callable ``reindexObject``, the catalog excepted (Plone's rule)."""
-    for obj in _walk(aq_parent(aq_inner(tool))):
+    a callable ``reindexObject``, the catalog excepted (Plone's rule).
+
+    A site below it whose catalog is this kind stops the walk
+    (``nested_site_error``): its rows would be taken for the outer
+    site's."""
+    site = aq_parent(aq_inner(tool))
+    for obj in _walk(site):
         base = aq_base(obj)
+        if base is not aq_base(site) and pg_catalog_of_site(obj) is not None:
+            raise nested_site_error(obj, site)
         # The walk meets the tool too, wrapped anew: compare the objects.
         if base is aq_base(tool) or not callable(getattr(base, "reindexObject", None)):
             continue
         yield obj
+
+
+def pg_catalog_of_site(obj):
+    """The catalog of ``obj`` if ``obj`` is a site whose own
+    ``portal_catalog`` is this kind, else None."""
+    if not ISiteRoot.providedBy(obj):
+        return None
+    catalog = getattr(aq_base(obj), "portal_catalog", None)
+    return catalog if IPGCatalogTool.providedBy(catalog) else None
+
+
+def nested_site_error(inner, outer) -> PGCatalogConfigurationError:
+    """The error for the site ``inner`` below the site ``outer`` where
+    both would keep their catalog in the table.
+
+    Several sites share the catalog's table, told apart by their paths: a
+    site is its whole subtree (its searches, ``manage_catalogClear``, a
+    rebuild's clearing of rows it did not write).  A site inside another
+    would have its rows found, cleared and rebuilt by the outer one.
+    ZCatalog keeps one catalog per site and allows it; here one of the two
+    must move out or keep ZCatalog."""
+    inner_path = "/".join(inner.getPhysicalPath())
+    outer_path = "/".join(outer.getPhysicalPath())
+    return PGCatalogConfigurationError(
+        f"the site {inner_path} lies inside the site {outer_path}: plone_pgcatalog"
+        " tells the sites of a database apart by their paths, so a site with"
+        " its catalog cannot lie inside another; move"
+        f" {inner_path} out of {outer_path} or keep ZCatalog in one of them"
+    )
 
 
 def _walk(obj) -> Iterator:

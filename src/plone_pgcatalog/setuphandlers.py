@@ -30,11 +30,13 @@ the DDL, ``connection`` the connections.
 from __future__ import annotations
 
 from Acquisition import aq_base
+from Acquisition import aq_chain
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from collections.abc import Callable
 from functools import partial
 from plone.base.interfaces import INonInstallable
+from plone_pgcatalog import maintenance
 from plone_pgcatalog.store import ddl
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store.ddl import SchemaChange
@@ -119,8 +121,13 @@ def install_catalog(site) -> PGCatalogTool:
     """Make ``site``'s portal_catalog a PGCatalogTool with all its content.
 
     Idempotent: on a site that has one already, only the schema and the
-    SQL indexes are (re)queued.
+    SQL indexes are (re)queued.  Refused (``PGCatalogConfigurationError``)
+    for a site inside another site with this catalog, and, by the rebuild's
+    walk, for one that holds such a site (``maintenance.nested_site_error``).
     """
+    for outer in aq_chain(aq_parent(aq_inner(site))):
+        if maintenance.pg_catalog_of_site(outer) is not None:
+            raise maintenance.nested_site_error(site, outer)
     _Installs.count += 1
     old = site._getOb(TOOL_ID)
     # Before the tool queues its SQL indexes, which need the table.
