@@ -17,7 +17,22 @@ with a single key starting with ``@``::
     NaN, infinity {"@float": "nan"}  ("inf", "-inf")
     tuple         {"@tuple": [...]}
     Missing.Value {"@missing": true}
+    bytes         {"@bytes": "base64"}
+    set           {"@set": [...]}  (frozenset: "@frozenset")
+    Decimal       {"@decimal": "12.50"}
+    dict whose keys are not all strings
+                  {"@items": [[key, value], ...]}
+    PersistentList, PersistentMapping
+                  {"@plist": [...]}, {"@pmap": [[key, value], ...]}
+                  (new, unattached objects, equal to the stored ones:
+                  ZCatalog gives the stored object itself)
     other         {"@str": "str(value)"}   (decoded as that string)
+
+An add-on's attribute may hold any of these; ZCatalog, which pickles
+metadata, gives each back as it was (``tests/differential/
+test_metadata_values.py``).  Rows written before ``@bytes`` and the tags
+after it had such values as ``@str``: they come back as strings until
+the object is cataloged again.
 
 Pure: no database, no Zope beyond DateTime and Missing.
 """
@@ -25,7 +40,11 @@ Pure: no database, no Zope beyond DateTime and Missing.
 from __future__ import annotations
 
 from DateTime import DateTime
+from decimal import Decimal
+from persistent.list import PersistentList
+from persistent.mapping import PersistentMapping
 
+import base64
 import datetime
 import math
 import Missing
@@ -50,14 +69,35 @@ def encode(value):
         return {"@tuple": [encode(item) for item in value]}
     if isinstance(value, list):
         return [encode(item) for item in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return {"@items": _items(value)}
         if len(value) == 1 and next(iter(value)).startswith("@"):
             # A real dict that looks like a tag: wrap it so it stays a dict.
             return {"@dict": {k: encode(v) for k, v in value.items()}}
         return {k: encode(v) for k, v in value.items()}
     if isinstance(value, bytes):
-        return {"@str": value.decode("utf-8", "replace")}
+        return {"@bytes": base64.b64encode(value).decode("ascii")}
+    if isinstance(value, (set, frozenset)):
+        tag = "@frozenset" if isinstance(value, frozenset) else "@set"
+        return {tag: [encode(item) for item in value]}
+    if isinstance(value, Decimal):
+        return {"@decimal": str(value)}
+    if isinstance(value, PersistentList):
+        return {"@plist": [encode(item) for item in value]}
+    if isinstance(value, PersistentMapping):
+        return {"@pmap": _items(value)}
     return {"@str": str(value)}
+
+
+def _items(mapping) -> list:
+    """``[[key, value], ...]`` of ``mapping``, both encoded: keys of any
+    kind JSON has no object for."""
+    return [[encode(key), encode(item)] for key, item in mapping.items()]
+
+
+def _decode_items(payload: list) -> list:
+    return [(decode(key), decode(item)) for key, item in payload]
 
 
 def _zone_name(tzinfo) -> str | None:
@@ -102,6 +142,13 @@ _DECODERS = {
     "@dict": lambda payload: {k: decode(v) for k, v in payload.items()},
     "@str": str,
     "@float": float,
+    "@bytes": base64.b64decode,
+    "@set": lambda payload: {decode(item) for item in payload},
+    "@frozenset": lambda payload: frozenset(decode(item) for item in payload),
+    "@decimal": Decimal,
+    "@items": lambda payload: dict(_decode_items(payload)),
+    "@plist": lambda payload: PersistentList(decode(item) for item in payload),
+    "@pmap": lambda payload: PersistentMapping(_decode_items(payload)),
 }
 
 
