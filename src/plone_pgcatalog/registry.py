@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from DateTime import DateTime
 from DateTime.interfaces import DateTimeError
+from decimal import Decimal
 from plone_pgcatalog.errors import date_error
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.fulltext import And
@@ -58,11 +59,19 @@ def comparable(value):
     """Return the JSON form of a FieldIndex-like value.
 
     JSON-native values stay as they are; DateTime and datetime become their
-    microseconds since the epoch (they compare like the Python objects);
+    microseconds since the epoch (they compare like the Python objects); a
+    finite ``Decimal`` becomes a JSON number (an integer where it is one,
+    else a float: exact to 15 significant digits), so that values compare
+    as numbers (as a string, 100 sorted before 99) and 12.5 equals 12.50;
     sequences become lists.  Anything else is stored as its ``str``.
     """
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return str(value)
+        whole = value.to_integral_value()
+        return int(whole) if value == whole else float(value)
     if isinstance(value, DateTime):
         return value.micros()
     if isinstance(value, datetime.datetime):
