@@ -15,6 +15,8 @@ with a single key starting with ``@``::
                   ISO form with its offset, and null)
     date          {"@date": "2026-01-02"}
     NaN, infinity {"@float": "nan"}  ("inf", "-inf")
+    int beyond 64 bits
+                  {"@int": "1180591620717411303424"}
     tuple         {"@tuple": [...]}
     Missing.Value {"@missing": true}
     bytes         {"@bytes": "base64"}
@@ -49,11 +51,17 @@ import datetime
 import math
 import Missing
 
+#: The integers JSON numbers bring back as integers: brains' metadata is
+#: decoded by orjson, which reads a larger one as a float.
+_EXACT_INTS = range(-(2**63), 2**64)
+
 
 def encode(value):
     """Return the JSON form of a metadata value."""
     if isinstance(value, float) and not math.isfinite(value):
         return {"@float": repr(value)}  # JSON has no NaN nor infinity
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if value in _EXACT_INTS else {"@int": str(value)}
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if value is Missing.Value:
@@ -142,6 +150,7 @@ _DECODERS = {
     "@dict": lambda payload: {k: decode(v) for k, v in payload.items()},
     "@str": str,
     "@float": float,
+    "@int": int,
     "@bytes": base64.b64decode,
     "@set": lambda payload: {decode(item) for item in payload},
     "@frozenset": lambda payload: frozenset(decode(item) for item in payload),

@@ -127,11 +127,15 @@ def _run(layer) -> dict:
                     setattr(page, _index(name), value)
                     page.reindexObject(idxs=[_index(name)])
     transaction.commit()
-    return {
+    outcomes = {
         (name, label): _outcome(catalog, query)
         for name in NAMES
         for label, query in _queries(name, values[name])
     }
+    for name in NAMES:
+        unique = catalog.uniqueValuesFor(_index(name))
+        outcomes[(name, "unique")] = list(unique)
+    return outcomes
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +186,34 @@ def test_tuples_order_as_json_arrays(pg_layer):
         portal_type="Document", sort_on="pgc_version"
     )
     assert [brain.getId for brain in brains] == ["b", "c", "d", "a"]
+
+
+def _as_stored(value):
+    """What ``uniqueValues`` of this catalog gives for a value ZCatalog
+    gives: the JSON form's value (README, "Where results differ from
+    ZCatalog"): a date as its ISO text, a ``Decimal`` as a number, an
+    integer beyond 64 bits as a float.  A DateTime stays one (its zone
+    may differ: compared as equal times)."""
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 2**64:
+        return float(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value < -(2**63):
+        return float(value)
+    return value
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_unique_values(outcomes, name):
+    zcatalog, pgcatalog = outcomes
+    expected = [_as_stored(value) for value in zcatalog[(name, "unique")]]
+    actual = pgcatalog[(name, "unique")]
+    assert [type(v) for v in actual] == [type(v) for v in expected]
+    # DateTime's ``==`` compares zones too.
+    assert [_instant(v) for v in actual] == [_instant(v) for v in expected]
+
+
+def _instant(value):
+    return value.micros() if isinstance(value, DateTime) else value
