@@ -26,6 +26,14 @@ def _chain(layer, seen=None) -> list:
 
 def _set_up(layer) -> list:
     chain = _chain(layer)
+    # A layer that registers components of its own (``exclusive``, as
+    # plone.app.discussion's) is torn down, with the layers set up after
+    # it, before a test whose chain does not have it.
+    for position, item in enumerate(_ACTIVE):
+        if getattr(item, "exclusive", False) and item not in chain:
+            while len(_ACTIVE) > position:
+                _ACTIVE.pop().tearDown()
+            break
     for item in chain:
         if item not in _ACTIVE:
             item.setUp()
@@ -238,7 +246,8 @@ def record_searches(monkeypatch) -> list[Searched]:
 
 
 def collect_in(layer_name: str, collect):
-    """``collect(layer)`` run inside the ``pg`` or ``zcatalog`` test layer.
+    """``collect(layer)`` run inside the ``pg`` or ``zcatalog`` test layer
+    (or their variants with plone.app.discussion).
 
     For differential tests: build content and record results in one site,
     then in the other, and compare what the two calls return.
@@ -248,6 +257,8 @@ def collect_in(layer_name: str, collect):
     layer = {
         "pg": testing.PGCATALOG_FUNCTIONAL_TESTING,
         "zcatalog": testing.ZCATALOG_FUNCTIONAL_TESTING,
+        "pg discussion": testing.PGCATALOG_DISCUSSION_TESTING,
+        "zcatalog discussion": testing.ZCATALOG_DISCUSSION_TESTING,
     }[layer_name]
     runner = run_in(layer)
     try:

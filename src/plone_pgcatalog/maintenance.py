@@ -52,6 +52,11 @@ import transaction
 
 logger = logging.getLogger("plone_pgcatalog.maintenance")
 
+try:
+    from plone.app.discussion.interfaces import DISCUSSION_ANNOTATION_KEY
+except ImportError:  # an add-on since Plone 6.1, not always there
+    DISCUSSION_ANNOTATION_KEY = None
+
 #: objects between two progress log lines of the tool's own handler
 DEFAULT_STEPS = 1000
 #: objects per transaction of a batched rebuild (``rebuild``), and between
@@ -263,6 +268,20 @@ def content_objects(tool) -> Iterator:
         if base is aq_base(tool) or not callable(getattr(base, "reindexObject", None)):
             continue
         yield obj
+        yield from _comments(obj)
+
+
+def _comments(obj) -> Iterator:
+    """The plone.app.discussion comments of ``obj``, which the walk does not
+    meet (they are kept in an annotation): Plone's ``clearFindAndRebuild``
+    catalogs them after their object, as here."""
+    if DISCUSSION_ANNOTATION_KEY is None:
+        return
+    annotations = getattr(aq_base(obj), "__annotations__", None)
+    if not annotations or DISCUSSION_ANNOTATION_KEY not in annotations:
+        return
+    conversation = annotations[DISCUSSION_ANNOTATION_KEY].__of__(obj)
+    yield from conversation.getComments()
 
 
 def pg_catalog_of_site(obj):

@@ -25,6 +25,12 @@ PostgreSQL
     The oracle for differential tests: the same site, built by the same
     function, with Plone's stock ZCatalog on DemoStorage.
 
+``PGCATALOG_DISCUSSION_TESTING``, ``ZCATALOG_DISCUSSION_TESTING``
+    Both sites with plone.app.discussion (an add-on since Plone 6.1): its
+    ZCML, its profile, comments allowed on pages.  Its registrations stay
+    out of the other layers: these fixtures are ``exclusive`` (the test
+    run tears them down before a test of another layer).
+
 ``serving_demo``
     The ``make run`` demo (``plone_pgcatalog.demo.instance``) served by a
     subprocess on a loopback port, for tests that talk HTTP to a real Zope
@@ -403,6 +409,115 @@ class ZCatalogFunctionalTesting(zope_testing.FunctionalTesting):
 
 ZCATALOG_FUNCTIONAL_TESTING = ZCatalogFunctionalTesting(
     bases=(ZCATALOG_FIXTURE,), name="plone_pgcatalog:ZCatalogFunctional"
+)
+
+
+def _load_discussion(layer: Layer) -> None:
+    """plone.app.discussion's ZCML in a global registry of ``layer``'s own."""
+    from plone.testing import zca
+    from zope.configuration import xmlconfig
+
+    import plone.app.discussion
+
+    layer["configurationContext"] = context = zca.stackConfigurationContext(
+        layer.get("configurationContext")
+    )
+    zca.pushGlobalRegistry()
+    xmlconfig.file("configure.zcml", plone.app.discussion, context=context)
+
+
+def _unload_discussion(layer: Layer) -> None:
+    from plone.testing import zca
+
+    zca.popGlobalRegistry()
+    del layer["configurationContext"]
+
+
+def enable_discussion(app) -> None:
+    """plone.app.discussion's profile in the test site, comments enabled
+    and allowed on pages, as the site owner; not committed."""
+    from plone.app.discussion.interfaces import IDiscussionSettings
+    from plone.registry.interfaces import IRegistry
+    from zope.component import getUtility
+
+    zope_testing.login(app["acl_users"], SITE_OWNER_NAME)
+    portal = app[SITE_ID]
+    setSite(portal)
+    portal.portal_setup.runAllImportStepsFromProfile(
+        "profile-plone.app.discussion:default"
+    )
+    getUtility(IRegistry).forInterface(IDiscussionSettings).globally_enabled = True
+    portal.portal_types["Document"].allow_discussion = True
+    setSite(None)
+
+
+class PGCatalogDiscussionFixture(Layer):
+    """The PostgreSQL site with plone.app.discussion."""
+
+    defaultBases = (PGCATALOG_FIXTURE,)
+    #: Its ZCML must not reach other layers' tests (``tests/conftest.py``).
+    exclusive = True
+
+    def setUp(self):
+        _load_discussion(self)
+        dsn = self["pgcatalog_dsn"]
+        self["pgcatalog_snapshot"].restore()
+        db = open_db(dsn)
+        try:
+            conn = db.open()
+            enable_discussion(addRequestContainer(conn.root()["Application"]))
+            transaction.commit()
+            zope_testing.logout()
+            conn.close()
+        finally:
+            db.close()
+        snapshot = DatabaseSnapshot(dsn)
+        snapshot.take()
+        self["pgcatalog_snapshot"] = snapshot
+
+    def tearDown(self):
+        del self["pgcatalog_snapshot"]
+        self["pgcatalog_snapshot"].restore()  # the base layer's site
+        _unload_discussion(self)
+
+
+PGCATALOG_DISCUSSION_FIXTURE = PGCatalogDiscussionFixture(
+    name="plone_pgcatalog:PGCatalogDiscussionFixture"
+)
+PGCATALOG_DISCUSSION_TESTING = PGCatalogFunctionalTesting(
+    bases=(PGCATALOG_DISCUSSION_FIXTURE,), name="plone_pgcatalog:DiscussionFunctional"
+)
+
+
+class ZCatalogDiscussionFixture(Layer):
+    """The ZCatalog site with plone.app.discussion."""
+
+    defaultBases = (ZCATALOG_FIXTURE,)
+    exclusive = True
+
+    def setUp(self):
+        from plone.testing import zodb
+
+        _load_discussion(self)
+        self["zodbDB"] = zodb.stackDemoStorage(
+            self.get("zodbDB"), name="ZCatalogDiscussionFixture"
+        )
+        with zope_testing.zopeApp(db=self["zodbDB"]) as app:
+            enable_discussion(app)
+        zope_testing.logout()
+
+    def tearDown(self):
+        self["zodbDB"].close()
+        del self["zodbDB"]
+        _unload_discussion(self)
+
+
+ZCATALOG_DISCUSSION_FIXTURE = ZCatalogDiscussionFixture(
+    name="plone_pgcatalog:ZCatalogDiscussionFixture"
+)
+ZCATALOG_DISCUSSION_TESTING = ZCatalogFunctionalTesting(
+    bases=(ZCATALOG_DISCUSSION_FIXTURE,),
+    name="plone_pgcatalog:ZCatalogDiscussionFunctional",
 )
 
 
