@@ -103,8 +103,29 @@ def index_values(indexes: dict, wrapped, only: set[str] | None = None) -> dict:
             continue
         value = translator.extract(index, wrapped)
         if value is not MISSING:
-            values[name] = value
+            values[name] = _nul_free(value)
     return values
+
+
+def _nul_free(value):
+    """``value`` with each NUL character of its strings made U+0001.
+
+    PostgreSQL's ``text`` and ``jsonb`` hold no NUL, and text pasted or
+    imported into a site can have one: the row failed the commit.  U+0001
+    sorts where NUL does against every other character.  (Metadata is
+    ``json``, which keeps it; the words are split at it.)"""
+    if isinstance(value, str):
+        return value.replace("\x00", "\x01") if "\x00" in value else value
+    if isinstance(value, list):
+        if any(
+            isinstance(item, (list, dict)) or (isinstance(item, str) and "\x00" in item)
+            for item in value
+        ):
+            return [_nul_free(item) for item in value]
+        return value
+    if isinstance(value, dict):
+        return {_nul_free(key): _nul_free(item) for key, item in value.items()}
+    return value
 
 
 def metadata_values(columns, wrapped) -> dict:

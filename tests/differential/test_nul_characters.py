@@ -1,0 +1,100 @@
+"""Differential: content whose texts hold a NUL character, ZCatalog as
+the oracle.
+
+Text pasted from another program or imported from an old site can hold
+NUL characters.  ZCatalog stores them; PostgreSQL's ``text`` and
+``jsonb`` cannot hold one, and a row with one made the commit fail (the
+edit could not be saved).  Index values keep the character's place as
+U+0001 (it sorts where NUL sorts against any other character), the
+metadata keeps it, the words are split at it as ZCTextIndex splits them.
+Each page is searched and sorted as ZCatalog does, before its commit
+(the pending rows) and after it.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from tests.conftest import collect_in
+
+import pytest
+import transaction
+
+#: (id, title, description, subjects)
+PAGES = [
+    ("a", "alpha", "plain words", ("plain",)),
+    ("b", "alpha\x00bravo", "x\x00ray charlie", ("s\x00t", "plain")),
+    ("c", "alphabet", "delta", ("s",)),
+    ("d", "\x00", "", ("\x00",)),
+]
+
+#: (name, query, ordered?)
+QUERIES = [
+    ("sorted by title", {"portal_type": "Document", "sort_on": "sortable_title"}, True),
+    (
+        "sorted by title, reverse",
+        {
+            "portal_type": "Document",
+            "sort_on": "sortable_title",
+            "sort_order": "reverse",
+        },
+        True,
+    ),
+    ("a keyword", {"Subject": "plain"}, False),
+    ("a word after the character", {"SearchableText": "bravo"}, False),
+    ("a word before it", {"SearchableText": "alpha"}, False),
+    ("a word of the description", {"Description": "ray"}, False),
+    ("titles from", {"sortable_title": {"query": "alpha", "range": "min"}}, False),
+]
+
+
+def _outcomes(catalog) -> dict:
+    found = {}
+    for name, query, ordered in QUERIES:
+        brains = catalog.unrestrictedSearchResults(**query)
+        ids = [brain.getId for brain in brains]
+        found[name] = ids if ordered else sorted(ids)
+    brains = catalog.unrestrictedSearchResults(portal_type="Document", sort_on="id")
+    found["metadata"] = [
+        (b.getId, b.Title, b.Description, tuple(b.Subject)) for b in brains
+    ]
+    return found
+
+
+def _run(layer) -> dict:
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = api.portal.get_tool("portal_catalog")
+    with api.env.adopt_roles(["Manager"]):
+        for page_id, title, description, subjects in PAGES:
+            api.content.create(
+                container=portal,
+                type="Document",
+                id=page_id,
+                title=title,
+                description=description,
+                subject=subjects,
+            )
+    pending = _outcomes(catalog)
+    transaction.commit()
+    return {"pending": pending, "committed": _outcomes(catalog)}
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return collect_in("zcatalog", _run), collect_in("pg", _run)
+
+
+CASES = [
+    (when, name)
+    for when in ("pending", "committed")
+    for name in [q[0] for q in QUERIES] + ["metadata"]
+]
+
+
+@pytest.mark.parametrize("when,name", CASES, ids=[f"{w}: {n}" for w, n in CASES])
+def test_as_zcatalog(outcomes, when, name):
+    zcatalog, pgcatalog = outcomes
+    assert zcatalog[when][name], "the test's own premise: ZCatalog finds some"
+    assert pgcatalog[when][name] == zcatalog[when][name]
