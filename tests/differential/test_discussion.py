@@ -7,8 +7,9 @@ written in both sites, then each phase's searches must find the same:
 after the comments are added, after their folder is renamed
 (plone.app.discussion moves their rows itself), after one is deleted, and
 after ``clearFindAndRebuild``, which Plone makes catalog every comment of
-every object it walks, and after ``refreshCatalog``.  Here, the batched ``rebuild`` too, and the health
-check (``pgcatalog verify``) walks them as content.
+every object it walks, and after ``refreshCatalog``.  Here, the batched
+``rebuild`` too, and the health check (``pgcatalog verify``) walks them as
+content.
 
 A comment's id is the time it was added: paths are compared with each
 comment's text in place of its id.
