@@ -59,6 +59,7 @@ from plone_pgcatalog.registry import comparable
 from plone_pgcatalog.registry import DateRangeTranslator
 from plone_pgcatalog.registry import DateTranslator
 from plone_pgcatalog.registry import FieldTranslator
+from plone_pgcatalog.registry import fits
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import KeywordTranslator
 from plone_pgcatalog.registry import PositionTranslator
@@ -68,6 +69,7 @@ from plone_pgcatalog.registry import UUIDTranslator
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import layout
 from plone_pgcatalog.store.columns import ready_column
+from plone_pgcatalog.store.columns import TEXT_KEPT
 from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import json_key
@@ -503,13 +505,25 @@ class ValueIndexView(DataIndexView):
 
     def _typed(self, rows: _Rows) -> sql.Composable | None:
         """The index's typed column, when it is ready."""
-        meta_type = self.__dict__["_definition"].meta_type
-        kind = getattr(get_translator(meta_type), "column_kind", None)
-        return ready_column(rows.columns, self._name, kind)
+        return ready_column(rows.columns, self._name, self._kind())
+
+    def _whole(self, typed: sql.Composable) -> sql.Composable:
+        """Rows whose value the column ``typed`` holds whole (not a long
+        string's first characters: ``columns.TEXT_KEPT``)."""
+        if self._kind() != "text":
+            return sql.SQL("{} IS NOT NULL").format(typed)
+        return sql.SQL("char_length({}) <= {}").format(typed, sql.Literal(TEXT_KEPT))
 
     def _others(self, typed: sql.Composable) -> sql.Composable:
-        """Rows whose value is in ``idx`` only (not of the column's type)."""
-        return sql.SQL("{} IS NULL AND {}").format(typed, layout.has_key(self._name))
+        """Rows whose value is in ``idx`` only (not of the column's type,
+        or a string longer than it holds whole)."""
+        return sql.SQL("NOT COALESCE({}, false) AND {}").format(
+            self._whole(typed), layout.has_key(self._name)
+        )
+
+    def _kind(self) -> str | None:
+        meta_type = self.__dict__["_definition"].meta_type
+        return getattr(get_translator(meta_type), "column_kind", None)
 
     def _values(self, rows: _Rows) -> list:
         """Distinct stored values: one B-tree probe per value (skip scan)."""
@@ -536,10 +550,14 @@ class ValueIndexView(DataIndexView):
             "(SELECT {c} {scope} AND {c} IS NOT NULL ORDER BY {c} LIMIT 1)"
             " UNION ALL SELECT (SELECT {c} {scope} AND {c} > found.value"
             " ORDER BY {c} LIMIT 1) FROM found WHERE found.value IS NOT NULL)"
-            " SELECT to_jsonb(value) FROM found WHERE value IS NOT NULL"
+            " SELECT to_jsonb(value) FROM found WHERE {whole}"
             " UNION ALL SELECT DISTINCT {k} {scope} AND {others}"
         ).format(
-            c=typed, k=json_key(self._name), scope=scope, others=self._others(typed)
+            c=typed,
+            k=json_key(self._name),
+            scope=scope,
+            whole=self._whole(sql.SQL("value")),
+            others=self._others(typed),
         )
         return [
             value for (value,) in rows.fetch(statement, [*params, *params, *params])
@@ -551,10 +569,16 @@ class ValueIndexView(DataIndexView):
         typed = self._typed(rows)
         if typed is not None:
             statement = sql.SQL(
-                "SELECT to_jsonb({c}), count(*) {scope} AND {c} IS NOT NULL"
+                "SELECT to_jsonb({c}), count(*) {scope} AND {whole}"
                 " GROUP BY {c} UNION ALL"
                 " SELECT {k}, count(*) {scope} AND {others} GROUP BY {k}"
-            ).format(c=typed, k=key, scope=scope, others=self._others(typed))
+            ).format(
+                c=typed,
+                k=key,
+                scope=scope,
+                whole=self._whole(typed),
+                others=self._others(typed),
+            )
             return rows.fetch(statement, [*params, *params])
         statement = sql.SQL(
             "SELECT {k}, count(*) {scope} AND {k} IS NOT NULL GROUP BY {k}"
@@ -767,7 +791,7 @@ class UUIDIndexView(ValueIndexView):
         round trip), which a page whose links are all kept never sends."""
         rows = self._rows()
         value = comparable(key)
-        if rows.source_params or not isinstance(value, str):
+        if rows.source_params or not fits("text", value):
             return super()._rids_for(key)
 
         def read() -> list[tuple] | None:

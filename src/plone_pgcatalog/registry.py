@@ -38,6 +38,7 @@ from plone_pgcatalog.paths import PathTranslator
 from plone_pgcatalog.store.columns import set_column
 from plone_pgcatalog.store.columns import SETS_TABLE
 from plone_pgcatalog.store.columns import stored_once
+from plone_pgcatalog.store.columns import TEXT_KEPT
 from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.layout import json_key
 from plone_pgcatalog.store.layout import ROWS
@@ -114,11 +115,12 @@ def query_value(index_name: str, value):
 _ARRAY_OF = {"text": "text[]", "integer": "bigint[]", "boolean": "boolean[]"}
 
 
-def _fits(kind: str | None, value) -> bool:
+def fits(kind: str | None, value) -> bool:
     """Whether a query value of this type can be looked up in a typed
-    column of ``kind`` (``store.columns.KINDS``); else ``idx`` serves."""
+    column of ``kind`` (``store.columns.KINDS``); else ``idx`` serves (a
+    string longer than the columns hold whole: ``columns.TEXT_KEPT``)."""
     if kind in ("text", "keywords"):
-        return isinstance(value, str)
+        return isinstance(value, str) and len(value) <= TEXT_KEPT
     if kind == "integer":
         return (
             isinstance(value, int)
@@ -271,7 +273,7 @@ class FieldTranslator:
         """Objects whose value is one of ``values``: on the typed column
         ``typed`` when every value fits it (``negated``: the clause will be
         negated, so it must not be NULL where the column is)."""
-        if typed is not None and all(_fits(self.column_kind, v) for v in values):
+        if typed is not None and all(fits(self.column_kind, v) for v in values):
             clause = typed + sql.SQL(f" = ANY(%s::{_ARRAY_OF[self.column_kind]})")
             if negated:
                 clause = sql.SQL("COALESCE({}, FALSE)").format(clause)
@@ -288,9 +290,9 @@ class FieldTranslator:
             return _not_only(name, self.equals(name, not_keys, typed), context)
         range_spec = query.get("range")
         if range_spec:
-            fits = all(_fits(self.column_kind, key) for key in keys)
+            all_fit = all(fits(self.column_kind, key) for key in keys)
             clause, params = _range_clause(
-                name, keys, range_spec, typed if fits else None
+                name, keys, range_spec, typed if all_fit else None
             )
         elif not keys:
             return None
@@ -465,8 +467,19 @@ class KeywordTranslator:
             test = _IN_MANY_LISTS if many_lists else _IN_FEW_LISTS
             return numbered + test, [list(keys)]
         if typed is not None and all(isinstance(key, str) for key in keys):
-            operator = " @> %s::text[]" if all_of else " && %s::text[]"
-            return typed + sql.SQL(operator), [list(keys)]
+            long = [key for key in keys if not fits("keywords", key)]
+            if not long:
+                operator = " @> %s::text[]" if all_of else " && %s::text[]"
+                return typed + sql.SQL(operator), [list(keys)]
+            # A list with a keyword longer than its column holds is in
+            # ``idx`` whole (``columns.TEXT_KEPT``).
+            if all_of:
+                return json_key(name) + sql.SQL(" ?& %s"), [list(keys)]
+            kept = [key for key in keys if fits("keywords", key)]
+            clause = sql.SQL("({} && %s::text[] OR {} ?| %s)").format(
+                typed, json_key(name)
+            )
+            return clause, [kept, long]
         # Other values than strings (a query cannot mix them: ``query``)
         # in ``idx``, where the lists that hold any are (a list of strings
         # only is in its ready column alone: ``columns.stored_once``).
@@ -580,7 +593,7 @@ class UUIDTranslator(FieldTranslator):
             typed is not None
             and not negated
             and len(values) == 1
-            and _fits(self.column_kind, values[0])
+            and fits(self.column_kind, values[0])
         ):
             return typed + sql.SQL(" = %s::text"), [values[0]]
         return super().equals(name, values, typed, negated)
@@ -650,7 +663,7 @@ class DateRangeTranslator:
             # open then, so every object with a range matches.
             return json_key(name) + sql.SQL(" IS NOT NULL"), []
         typed = context.column(name, self.column_kind)
-        if typed is not None and _fits("integer", moment):
+        if typed is not None and fits("integer", moment):
             if context.preceded:
                 clause = sql.SQL("({c} IS NULL OR {c} @> %s::bigint)")
             else:

@@ -461,8 +461,31 @@ def to_16(setup_tool) -> None:
     )
 
 
+def to_17(setup_tool) -> None:
+    """16 → 17 (database schema 15 → 16): the typed columns hold a string
+    longer than ``columns.TEXT_KEPT`` characters by its first characters
+    (an SQL index entry holds 2,704 bytes at most: a page with a longer
+    tag, or a longer value of an add-on's FieldIndex, could not be saved).
+
+    After this step's commit, in its own connection: the trigger is made
+    again (an instant under the table's lock, which stops writers, not
+    readers).  No row holds such a value: until then, a write of one fails
+    as before.
+    """
+    _after_commit(
+        setup_tool,
+        "long strings",
+        partial(
+            _trigger_again,
+            version=16,
+            done="the typed columns hold long strings by their first characters",
+        ),
+        _run_again(16),
+    )
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
-#: schema 13, 15 schema 14, 16 schema 15.
-PROFILE_VERSION = 16
+#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16.
+PROFILE_VERSION = 17

@@ -23,7 +23,10 @@ from tests.integration.test_typed_columns import _site
 from tests.integration.test_upgrades import _upgrade_from
 
 import psycopg
+import pytest
+import random
 import re
+import string
 import transaction
 
 DRIFTED = "set by hand"
@@ -269,5 +272,53 @@ def test_14_to_15_makes_the_trigger_lighter(pg_layer):
             ).fetchone() == (False,)
     finally:
         # Tests share the database's DDL (each restores rows only).
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            columns.rebuild_trigger(conn)
+
+
+def _as_schema_15_left_it(dsn: str) -> None:
+    """The trigger in the form of schema 15: strings derived whole, however
+    long."""
+    source = _trigger_source(dsn)
+    old = re.sub(
+        rf"left\((.*?), {columns.TEXT_KEPT + 1}\)",
+        r"\1",
+        source,
+    )
+    assert "left(" not in old and old != source
+    _as_schema_left_it(dsn, 15, old)
+
+
+def test_15_to_16_lets_the_typed_columns_hold_long_strings(pg_layer):
+    portal = _site(pg_layer, count=1)
+    dsn = pg_layer["pgcatalog_dsn"]
+    # Random letters: a repeated one compresses into an index entry.
+    chance = random.Random(15)
+    tag = "".join(chance.choice(string.ascii_letters) for _ in range(3000))
+    _as_schema_15_left_it(dsn)
+    try:
+        page = portal["page-0"]
+        page.setSubject([tag, "blue"])
+        page.reindexObject(idxs=["Subject"])
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+            transaction.commit()
+        transaction.abort()
+        _upgrade_from(portal, "16")
+        assert "left(" in _trigger_source(dsn)
+        with psycopg.connect(dsn) as conn:
+            assert conn.execute(
+                "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'"
+            ).fetchone() == (schema.SCHEMA_VERSION,)
+        page = portal["page-0"]
+        page.setSubject([tag, "blue"])
+        page.reindexObject(idxs=["Subject"])
+        transaction.commit()
+        assert sorted(_column(dsn, "Subject", "/plone/page-0")) == sorted(
+            ["blue", tag[: columns.TEXT_KEPT + 1]]
+        )
+        catalog = portal.portal_catalog
+        assert [b.getPath() for b in catalog(Subject=tag)] == ["/plone/page-0"]
+        assert [b.getPath() for b in catalog(Subject="blue")] == ["/plone/page-0"]
+    finally:
         with psycopg.connect(dsn, autocommit=True) as conn:
             columns.rebuild_trigger(conn)

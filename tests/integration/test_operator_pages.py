@@ -210,6 +210,8 @@ def test_database_figures(pg_layer):
         "14 -> 15: Keyword lists stored once, in their typed columns"
         " (a smaller table)",
         "15 -> 16: A lighter trigger (faster partial reindexes and sharing" " changes)",
+        "16 -> 17: Long strings in typed columns (a page with a long tag can be"
+        " saved)",
     ]
 
 

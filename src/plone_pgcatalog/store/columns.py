@@ -92,22 +92,50 @@ _RANGE = (
     f" ELSE int8range({_LOW}, ({_HIGH}) + 1) END END"
 )
 
+#: Characters of a string that a typed column holds whole.  An SQL index
+#: entry has a limit (a B-tree's 2,704 bytes, a GIN key's 2,712), and a
+#: longer value failed the commit (``ProgramLimitExceeded``): an add-on's
+#: FieldIndex of URLs, a tag pasted from a text.  A longer string is held
+#: as its first ``TEXT_KEPT + 1`` characters, in a text column and in a
+#: keywords column (whose list then stays in ``idx`` too: ``ONCE_KINDS``).
+#: So held, it sorts, and compares with any shorter value, as the whole
+#: string does, and equals no value a column holds whole; a query value
+#: that long is looked up in ``idx`` (``registry.fits``), and readers of
+#: values take a held string that long from ``idx``.  At most 4 bytes a
+#: character: 2,004 bytes.
+TEXT_KEPT = 500
+
+#: A string as a typed column holds it (``TEXT_KEPT``), from text ``{s}``.
+_HELD = f"left({{s}}, {TEXT_KEPT + 1})"
+
+_STRINGS = (
+    "ARRAY(SELECT {element} FROM jsonb_array_elements({{v}}) AS e"
+    " WHERE jsonb_typeof(e) = 'string')"
+)
 _KEYWORDS = (
-    "CASE WHEN jsonb_typeof({v}) = 'array' THEN ARRAY(SELECT e #>> '{}'"
-    " FROM jsonb_array_elements({v}) AS e WHERE jsonb_typeof(e) = 'string')"
-    " END"
+    "CASE WHEN jsonb_typeof({v}) = 'array' THEN "
+    + _STRINGS.format(element="e #>> '{}'")
+    + " END"
+)
+_HELD_KEYWORDS = (
+    "CASE WHEN jsonb_typeof({v}) = 'array' THEN "
+    + _STRINGS.format(element=_HELD.format(s="e #>> '{}'"))
+    + " END"
 )
 
 KINDS: dict[str, Kind] = {
     # FieldIndex, UUIDIndex: strings, compared by code point as in Python.
+    # A string longer than ``TEXT_KEPT`` by its first characters.
     "text": Kind(
         'text COLLATE "C"',
         "btree",
-        "CASE WHEN jsonb_typeof({v}) = 'string' THEN ({v} #>> '{}') COLLATE \"C\""
-        " END",
+        "CASE WHEN jsonb_typeof({v}) = 'string' THEN "
+        + _HELD.format(s="{v} #>> '{}'")
+        + ' COLLATE "C" END',
     ),
-    # KeywordIndex: the object's string keywords.
-    "keywords": Kind("text[]", "gin", _KEYWORDS),
+    # KeywordIndex: the object's string keywords (a long one by its first
+    # characters).
+    "keywords": Kind("text[]", "gin", _HELD_KEYWORDS),
     "boolean": Kind(
         "boolean",
         "btree",

@@ -99,7 +99,9 @@ import psycopg
 #: 15: the trigger tests a list stored once only where ``idx`` holds its
 #: key, the named keys in groups, and numbers a list from its column; the
 #: function that numbers lists remembers the last one (``LAST_LIST``).
-SCHEMA_VERSION = 15
+#: 16: the typed columns hold a string longer than ``columns.TEXT_KEPT``
+#: characters by its first characters (the trigger's derivations).
+SCHEMA_VERSION = 16
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"

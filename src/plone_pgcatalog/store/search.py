@@ -19,6 +19,7 @@ from plone_pgcatalog.fulltext import MARK_START
 from plone_pgcatalog.fulltext import passage_ends
 from plone_pgcatalog.query import exact_text
 from plone_pgcatalog.query import SearchSQL
+from plone_pgcatalog.store.columns import TEXT_KEPT
 from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.connection import FORCED
 from plone_pgcatalog.store.connection import json_cursor
@@ -290,14 +291,30 @@ _SCALAR = _TypedValues(
     ),
     sql.SQL("{c} IS NOT NULL"),
 )
+# A string longer than a column holds whole (``columns.TEXT_KEPT``) is
+# counted from ``idx``, and so is a list that has one.
 _TYPED_VALUES = {
-    "text": _SCALAR,
+    "text": _TypedValues(
+        sql.SQL(
+            "CASE WHEN {column} IS NULL"
+            f" OR char_length({{column}}) > {TEXT_KEPT} THEN idx -> {{key}} END"
+        ),
+        sql.SQL(
+            "SELECT {facet}::text, to_jsonb({c}), count(*) FROM {m}"
+            f" WHERE char_length({{c}}) <= {TEXT_KEPT} GROUP BY {{c}}"
+        ),
+        sql.SQL("{c} IS NOT NULL"),
+    ),
     "boolean": _SCALAR,
     "keywords": _TypedValues(
-        sql.SQL("CASE WHEN cardinality({column}) = 0 THEN idx -> {key} END"),
+        sql.SQL(
+            "CASE WHEN cardinality({column}) = 0 OR EXISTS (SELECT FROM"
+            f" unnest({{column}}) AS k WHERE char_length(k) > {TEXT_KEPT})"
+            " THEN idx -> {key} END"
+        ),
         sql.SQL(
             "SELECT {facet}::text, to_jsonb(k), count(*) FROM {m}"
-            " CROSS JOIN LATERAL unnest({c}) AS k GROUP BY k"
+            " CROSS JOIN LATERAL unnest({c}) AS k WHERE {j} IS NULL GROUP BY k"
         ),
         sql.SQL("cardinality({c}) > 0"),
     ),
@@ -419,7 +436,7 @@ def _value_facets(facets: list[ValueFacet]):
             if facet.column is not None and typed is not None:
                 values.append(sql.SQL("{} AS {}").format(facet.column, c))
                 json = typed.json.format(column=facet.column, key=key)
-                parts.append(typed.counts.format(facet=name, c=c, m=m))
+                parts.append(typed.counts.format(facet=name, c=c, m=m, j=j))
                 # The typed test first: ``idx`` only where it says none.
                 has = sql.SQL("CASE WHEN {} THEN true ELSE {} END").format(
                     typed.has.format(c=c), has
