@@ -28,6 +28,14 @@ What happens here instead:
   date and creators Plone has just set (``modified``, ``Date``,
   ``Creator``), the indexes of add-ons, and the metadata.
 
+CMFCore's queue may be processed before this module's subscriber sees a
+descendant's entry: plone.app.discussion's subscriber of the same event,
+which CMFCore's runs before, searches the catalog (for the comments at the
+old path), and a search processes the queue.  So the indexes to read
+again are also kept for the transaction when the move begins
+(``expected_reindex``): the catalog takes them for the descendant's
+first full reindex, wherever it comes from.
+
 The root itself is cataloged in full, as always; and every descendant of
 a folder moved into another site (of the same database), whose catalog
 has definitions of its own.  If another change of the
@@ -44,6 +52,7 @@ from Acquisition import aq_base
 from OFS.interfaces import IObjectWillBeMovedEvent
 from plone_pgcatalog.ordering import catalog_of
 from plone_pgcatalog.ordering import pg_catalog
+from plone_pgcatalog.paths import in_subtree
 from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.indexing import REINDEX
@@ -52,6 +61,8 @@ from Products.CMFCore.utils import getToolByName
 from zope.lifecycleevent.interfaces import IObjectMovedEvent
 from zope.proxy import getProxiedObject
 from zope.proxy import isProxy
+
+import transaction
 
 #: Index types whose values a move never changes for a descendant: the
 #: path (rewritten in SQL), the words of a text, the position in its
@@ -154,6 +165,39 @@ def _queued_last(obj, operations: tuple[int, ...]) -> int | None:
     return None
 
 
+#: ``Transaction.data`` key: ``{id(descendant): (new root, names)}`` of
+#: the descendants whose full reindex, queued by CMFCore for the move, is
+#: to read ``names`` only (``expected_reindex``), once they lie below the
+#: moved root's new path.
+_EXPECTED = object()
+
+
+def _expected() -> dict:
+    txn = transaction.get()
+    try:
+        return txn.data(_EXPECTED)
+    except KeyError:
+        expected: dict = {}
+        txn.set_data(_EXPECTED, expected)
+        return expected
+
+
+def expected_reindex(obj) -> list[str] | None:
+    """The indexes to read again for ``obj``, a descendant of a folder moved
+    in this transaction whose full reindex CMFCore queued and has not been
+    made yet; None for any other object.  Asked once the object has moved:
+    the catalog asks when it reindexes ``obj`` in full
+    (``PGCatalogTool._reindexObject``).  A change queued before the move
+    (processed as the move begins) is not it."""
+    expected = _expected()
+    key = id(aq_base(obj))
+    found = expected.get(key)
+    if found is None or not in_subtree(_path(obj), found[0]):
+        return None
+    del expected[key]
+    return found[1]
+
+
 def catalog_moves(obj, event) -> None:
     """Subscriber for ``(IContentish, IObjectEvent)``.
 
@@ -190,6 +234,11 @@ def object_will_move(obj, event) -> None:
         state = getQueue().getState()
         del state[position]
         getQueue().setState(state)
+    if not _across_sites(event):
+        _expected()[id(aq_base(obj))] = (
+            f"{_path(event.newParent)}/{event.newName}",
+            indexes_to_reread(catalog, _security_changed(event)),
+        )
 
 
 def object_moved(obj, event) -> None:
@@ -199,21 +248,18 @@ def object_moved(obj, event) -> None:
     catalog = pg_catalog(event.object)
     if catalog is None:
         return
+    # Either way the expected reindex is now this queue entry's affair.
+    names = expected_reindex(obj)
     position = _queued_last(obj, (REINDEX,))
     if position is None:
-        return
+        return  # none queued, or the queue was processed before this
     state = getQueue().getState()
     operation, queued, attributes, metadata = state[position]
     if attributes:
         return  # already a partial reindex, not CMFCore's full one
-    if _across_sites(event):
+    if _across_sites(event) or names is None:
         return  # CMFCore's full one, by the definitions of the new site
-    state[position] = (
-        operation,
-        queued,
-        indexes_to_reread(catalog, _security_changed(event)),
-        metadata,
-    )
+    state[position] = (operation, queued, names, metadata)
     getQueue().setState(state)
 
 

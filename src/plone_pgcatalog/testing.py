@@ -26,10 +26,9 @@ PostgreSQL
     function, with Plone's stock ZCatalog on DemoStorage.
 
 ``PGCATALOG_DISCUSSION_TESTING``, ``ZCATALOG_DISCUSSION_TESTING``
-    Both sites with plone.app.discussion (an add-on since Plone 6.1): its
-    ZCML, its profile, comments allowed on pages.  Its registrations stay
-    out of the other layers: these fixtures are ``exclusive`` (the test
-    run tears them down before a test of another layer).
+    Both sites with plone.app.discussion's profile (an add-on since Plone
+    6.1; a test dependency here, and so its ZCML is in every layer, as
+    Plone loads it where it is installed), comments allowed on pages.
 
 ``serving_demo``
     The ``make run`` demo (``plone_pgcatalog.demo.instance``) served by a
@@ -412,27 +411,6 @@ ZCATALOG_FUNCTIONAL_TESTING = ZCatalogFunctionalTesting(
 )
 
 
-def _load_discussion(layer: Layer) -> None:
-    """plone.app.discussion's ZCML in a global registry of ``layer``'s own."""
-    from plone.testing import zca
-    from zope.configuration import xmlconfig
-
-    import plone.app.discussion
-
-    layer["configurationContext"] = context = zca.stackConfigurationContext(
-        layer.get("configurationContext")
-    )
-    zca.pushGlobalRegistry()
-    xmlconfig.file("configure.zcml", plone.app.discussion, context=context)
-
-
-def _unload_discussion(layer: Layer) -> None:
-    from plone.testing import zca
-
-    zca.popGlobalRegistry()
-    del layer["configurationContext"]
-
-
 def enable_discussion(app) -> None:
     """plone.app.discussion's profile in the test site, comments enabled
     and allowed on pages, as the site owner; not committed."""
@@ -455,11 +433,8 @@ class PGCatalogDiscussionFixture(Layer):
     """The PostgreSQL site with plone.app.discussion."""
 
     defaultBases = (PGCATALOG_FIXTURE,)
-    #: Its ZCML must not reach other layers' tests (``tests/conftest.py``).
-    exclusive = True
 
     def setUp(self):
-        _load_discussion(self)
         dsn = self["pgcatalog_dsn"]
         self["pgcatalog_snapshot"].restore()
         db = open_db(dsn)
@@ -478,7 +453,6 @@ class PGCatalogDiscussionFixture(Layer):
     def tearDown(self):
         del self["pgcatalog_snapshot"]
         self["pgcatalog_snapshot"].restore()  # the base layer's site
-        _unload_discussion(self)
 
 
 PGCATALOG_DISCUSSION_FIXTURE = PGCatalogDiscussionFixture(
@@ -493,12 +467,10 @@ class ZCatalogDiscussionFixture(Layer):
     """The ZCatalog site with plone.app.discussion."""
 
     defaultBases = (ZCATALOG_FIXTURE,)
-    exclusive = True
 
     def setUp(self):
         from plone.testing import zodb
 
-        _load_discussion(self)
         self["zodbDB"] = zodb.stackDemoStorage(
             self.get("zodbDB"), name="ZCatalogDiscussionFixture"
         )
@@ -509,7 +481,6 @@ class ZCatalogDiscussionFixture(Layer):
     def tearDown(self):
         self["zodbDB"].close()
         del self["zodbDB"]
-        _unload_discussion(self)
 
 
 ZCATALOG_DISCUSSION_FIXTURE = ZCatalogDiscussionFixture(

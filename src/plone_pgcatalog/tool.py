@@ -34,6 +34,7 @@ from OFS.ObjectManager import ObjectManager
 from plone_pgcatalog import faceting
 from plone_pgcatalog import maintenance
 from plone_pgcatalog import metadata
+from plone_pgcatalog import moves
 from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.conflicts import found_by_searches
@@ -452,6 +453,11 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         if idxs:
             # As CMFCore: names that are not indexes are left out.
             idxs = [name for name in idxs if name in self._catalog.indexes]
+        else:
+            # A moved folder's descendant: CMFCore's full reindex reads
+            # what a move may change only, also where the queue was
+            # processed before ``moves.object_moved`` made it partial.
+            idxs = moves.expected_reindex(object) or idxs
         self.catalog_object(object, uid, idxs, update_metadata)
 
     for _name in ("indexObject", "unindexObject", "reindexObject"):

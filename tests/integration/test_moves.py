@@ -121,9 +121,12 @@ def test_rename_moves_every_descendant_in_one_statement(pg_layer, monkeypatch):
     # descendants partially, never their full text.
     assert "/plone/renamed" in spy.full_rows
     assert [p for p in spy.full_rows if p.startswith("/plone/renamed/")] == []
-    descendants = {path for path, _ in spy.patches}
-    assert len(descendants) == 4 + 4 + 4 * 3
-    for _path, names in spy.patches:
+    # (The root may have a patch too, its position: plone.app.discussion's
+    # subscriber searches, so the root's full reindex is made early, and
+    # the later change of its position is a patch of its own.)
+    below = [(p, names) for p, names in spy.patches if p.startswith("/plone/renamed/")]
+    assert len({path for path, _ in below}) == 4 + 4 + 4 * 3
+    for _path, names in below:
         assert "SearchableText" not in names and "path" not in names
         assert "allowedRolesAndUsers" not in names  # same parent
         assert "modified" in names  # Plone sets it on every descendant
