@@ -19,8 +19,11 @@ from dataclasses import dataclass
 from plone.i18n.normalizer.base import baseNormalize
 
 import html
+import logging
 import re
 import unicodedata
+
+logger = logging.getLogger(__name__)
 
 # As ZCTextIndex's tokenizer: parentheses, phrases and words, each
 # optionally led by "-" (NOT).
@@ -91,9 +94,73 @@ def index_text(text: str) -> str:
 
     Splitting here, with the same rule as query words, keeps PostgreSQL's
     own parser from reading "a.b" or "x@y.z" as one token that a search
-    for "a" would miss.
+    for "a" would miss.  At most what a ``tsvector`` holds
+    (``within_vector``).
     """
-    return " ".join(words(text.replace("\x00", " ")))
+    return within_vector(" ".join(words(text.replace("\x00", " "))))
+
+
+#: What a ``tsvector`` holds at most: PostgreSQL refuses a longer one
+#: ("string is too long for tsvector"), and the commit of a page with the
+#: text of a long document (a book's PDF, a pasted log) failed.
+VECTOR_BYTES = 1_048_575
+#: What the words of one object may cost, estimated with a margin: each
+#: distinct word 10 bytes and its own (a lexeme, its entry, a position),
+#: each more occurrence 2 (a position, up to 256 a word), twice (the exact
+#: words and their stems, ``schema.searchable_vector``).
+_VECTOR_BUDGET = 1_000_000
+#: Of it, what the text as written may take (positions, so phrases and
+#: ranking as for any text); the rest gives the words after that point,
+#: each once.
+_WRITTEN_BUDGET = 600_000
+
+
+def within_vector(text: str) -> str:
+    """``text`` (``index_text``'s words) if its ``tsvector`` fits
+    (``VECTOR_BYTES``), else its words as far as the written budget goes,
+    then each later word not found before, once: every word is found, and
+    phrases and ranking hold for the first part.  Words past even that
+    budget (a text of several hundred thousand different words) are left
+    out, and logged.  Short texts (up to about 80 KB, most) are not
+    counted: each byte costs 12 at most."""
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
+    if 12 * size <= _VECTOR_BUDGET:
+        return text
+    kept: list[str] = []
+    seen: dict[str, int] = {}
+    cost = 0
+    items = text.split(" ")
+    for position, word in enumerate(items):
+        count = seen.get(word)
+        step = 2 * (10 + len(word.encode("utf-8"))) if count is None else 4
+        if count is not None and count >= 256:
+            step = 0
+        if cost + step > _WRITTEN_BUDGET:
+            break
+        cost += step
+        seen[word] = (count or 0) + 1
+        kept.append(word)
+    else:
+        return text
+    left_out = 0
+    for word in items[position:]:
+        if word in seen:
+            continue
+        step = 2 * (10 + len(word.encode("utf-8")))
+        seen[word] = 0
+        if cost + step > _VECTOR_BUDGET:
+            left_out += 1
+            continue
+        cost += step
+        kept.append(word)
+    if left_out:
+        logger.warning(
+            "plone_pgcatalog: a text of %d bytes has more different words than"
+            " a tsvector holds: %d of them are not indexed",
+            size,
+            left_out,
+        )
+    return " ".join(kept)
 
 
 @dataclass(frozen=True)

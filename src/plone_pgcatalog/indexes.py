@@ -507,23 +507,21 @@ class ValueIndexView(DataIndexView):
         """The index's typed column, when it is ready."""
         return ready_column(rows.columns, self._name, self._kind())
 
-    def _whole(self, typed: sql.Composable) -> sql.Composable:
-        """Rows whose value the column ``typed`` holds whole (not a long
-        string's first characters: ``columns.TEXT_KEPT``)."""
-        if self._kind() != "text":
-            return sql.SQL("{} IS NOT NULL").format(typed)
-        return sql.SQL("char_length({}) <= {}").format(typed, sql.Literal(TEXT_KEPT))
-
     def _others(self, typed: sql.Composable) -> sql.Composable:
-        """Rows whose value is in ``idx`` only (not of the column's type,
-        or a string longer than it holds whole)."""
-        return sql.SQL("NOT COALESCE({}, false) AND {}").format(
-            self._whole(typed), layout.has_key(self._name)
-        )
+        """Rows whose value is in ``idx`` only (not of the column's type):
+        found on the column's B-tree (``IS NULL``)."""
+        return sql.SQL("{} IS NULL AND {}").format(typed, layout.has_key(self._name))
 
     def _kind(self) -> str | None:
         meta_type = self.__dict__["_definition"].meta_type
         return getattr(get_translator(meta_type), "column_kind", None)
+
+    def _cut(self, value: sql.Composable) -> sql.Composable:
+        """Whether ``value``, of the column, is a long string's first
+        characters (``columns.TEXT_KEPT``): its whole value is in ``idx``."""
+        if self._kind() != "text":
+            return sql.SQL("false")
+        return sql.SQL("char_length({}) > {}").format(value, sql.Literal(TEXT_KEPT))
 
     def _values(self, rows: _Rows) -> list:
         """Distinct stored values: one B-tree probe per value (skip scan)."""
@@ -543,40 +541,49 @@ class ValueIndexView(DataIndexView):
 
     def _typed_values(self, rows: _Rows, typed: sql.Composable) -> list:
         # The skip scan on the column's B-tree; values of other types from
-        # ``idx`` (rows where the column is NULL: found on that B-tree too).
+        # ``idx`` (rows where the column is NULL: found on that B-tree too),
+        # and so the whole values of the long strings the column holds by
+        # their first characters (the rows of those: on the B-tree too).
         scope, params = rows.scope()
         statement = sql.SQL(
             "WITH RECURSIVE found(value) AS ("
             "(SELECT {c} {scope} AND {c} IS NOT NULL ORDER BY {c} LIMIT 1)"
             " UNION ALL SELECT (SELECT {c} {scope} AND {c} > found.value"
             " ORDER BY {c} LIMIT 1) FROM found WHERE found.value IS NOT NULL)"
-            " SELECT to_jsonb(value) FROM found WHERE {whole}"
+            " SELECT to_jsonb(value) FROM found"
+            " WHERE value IS NOT NULL AND NOT {cut}"
             " UNION ALL SELECT DISTINCT {k} {scope} AND {others}"
+            " UNION ALL SELECT DISTINCT {k} {scope} AND {c} IN"
+            " (SELECT value FROM found WHERE {cut})"
         ).format(
             c=typed,
             k=json_key(self._name),
             scope=scope,
-            whole=self._whole(sql.SQL("value")),
+            cut=self._cut(sql.SQL("value")),
             others=self._others(typed),
         )
-        return [
-            value for (value,) in rows.fetch(statement, [*params, *params, *params])
-        ]
+        return [value for (value,) in rows.fetch(statement, [*params] * 4)]
 
     def _value_counts(self, rows: _Rows) -> list[tuple]:
         key = json_key(self._name)
         scope, params = rows.scope()
         typed = self._typed(rows)
         if typed is not None:
+            # A long string's whole value from ``idx`` (read for it only).
+            value = (
+                sql.SQL("to_jsonb({c})")
+                if self._kind() != "text"
+                else sql.SQL("CASE WHEN {cut} THEN {k} ELSE to_jsonb({c}) END")
+            )
             statement = sql.SQL(
-                "SELECT to_jsonb({c}), count(*) {scope} AND {whole}"
-                " GROUP BY {c} UNION ALL"
+                "SELECT " + value.as_string(None) + ", count(*)"
+                " {scope} AND {c} IS NOT NULL GROUP BY 1 UNION ALL"
                 " SELECT {k}, count(*) {scope} AND {others} GROUP BY {k}"
             ).format(
                 c=typed,
                 k=key,
                 scope=scope,
-                whole=self._whole(typed),
+                cut=self._cut(typed),
                 others=self._others(typed),
             )
             return rows.fetch(statement, [*params, *params])

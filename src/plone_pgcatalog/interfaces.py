@@ -82,14 +82,18 @@ class IIndexTranslator(Interface):
     # ``sort_expressions(index, context)`` and uses the column where
     # ``context.column(name, kind)`` says it is ready.  For "keywords",
     # ``extract`` gives a list or nothing (``MISSING``), never one value:
-    # facet counts read ``idx`` only where the column is empty.  A list of
-    # strings is then stored once, in its column (schema 14,
-    # ``store.columns.stored_once``): once the column is ready, ``idx`` no
-    # longer holds the key of a row whose column gives the list back.  SQL
-    # that reads the index's whole JSON value must read it with
-    # ``store.columns.value_of(row, name, context.columns)`` (or the whole
-    # row's with ``whole_idx``), never ``idx -> name`` alone; conditions on
-    # the column itself need neither.
+    # facet counts read ``idx`` only where the column is empty or holds a
+    # long string by its first characters.  A list of strings is then
+    # stored once, in its column (schema 14, ``store.columns.stored_once``):
+    # once the column is ready, ``idx`` no longer holds the key of a row
+    # whose column gives the list back.  SQL that reads the index's whole
+    # JSON value must read it with ``store.columns.value_of(row, name,
+    # context.columns)`` (or the whole row's with ``whole_idx``), never
+    # ``idx -> name`` alone; conditions on the column itself need neither.
+    # A "text" or "keywords" column holds a string longer than
+    # ``store.columns.TEXT_KEPT`` characters by its first ``TEXT_KEPT + 1``
+    # (schema 16): test a query value on the column only where
+    # ``registry.fits(kind, value)``, else on ``idx``.
 
     # Optional: ``translation_cacheable = True``: the translation of a query
     # naming an index of the type depends only on the index's stored

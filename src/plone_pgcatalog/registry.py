@@ -462,7 +462,7 @@ class KeywordTranslator:
         if (
             numbered is not None
             and not all_of
-            and all(isinstance(key, str) for key in keys)
+            and all(fits("keywords", key) for key in keys)
         ):
             test = _IN_MANY_LISTS if many_lists else _IN_FEW_LISTS
             return numbered + test, [list(keys)]

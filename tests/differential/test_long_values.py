@@ -14,8 +14,10 @@ before the commit and after it.
 from __future__ import annotations
 
 from plone import api
+from plone.app.testing import login
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog.store.columns import TEXT_KEPT
 from tests.conftest import collect_in
 
@@ -39,6 +41,9 @@ LONG_B = "m" + SHARED + "b"
 HUGE = "q" + _text(3, 20_000)
 WHOLE = "k" + _text(4, TEXT_KEPT - 1)
 URL = "https://example.org/?" + "&".join(f"p{n}={_text(n, 40)}" for n in range(80))
+#: A user id longer than a column holds whole (an id from an external
+#: directory); the user may view ``p0`` by a local role.
+USER = "u" + _text(5, 600)
 
 #: (page id, FieldIndex value, keywords)
 PAGES = [
@@ -92,6 +97,7 @@ QUERIES = [
         False,
     ),
     ("a huge keyword", {"Subject": HUGE}, False),
+    ("a long security term", {"allowedRolesAndUsers": f"user:{USER}"}, False),
 ]
 
 
@@ -123,6 +129,11 @@ def _outcomes(catalog) -> dict:
         }
     for name, values in counts.items():
         found[f"{name} facet"] = sorted(values.items())
+    # The user's own search: Plone's security terms, the long one among
+    # them.
+    login(api.portal.get(), USER)
+    found["as the user"] = sorted(b.getId for b in catalog(portal_type="Document"))
+    login(api.portal.get(), TEST_USER_NAME)
     return found
 
 
@@ -139,6 +150,9 @@ def _run(layer) -> dict:
             )
             page.pgc_long = value
             page.reindexObject()
+        portal.acl_users.source_users.addUser(USER, USER, "secret-Pw1!")
+        portal["p0"].manage_setLocalRoles(USER, ["Reader"])
+        portal["p0"].reindexObjectSecurity()
     pending = _outcomes(catalog)
     transaction.commit()
     return {"pending": pending, "committed": _outcomes(catalog)}
@@ -155,6 +169,7 @@ NAMES = [query[0] for query in QUERIES] + [
     "with lengths",
     "pgc_long facet",
     "Subject facet",
+    "as the user",
 ]
 CASES = [(when, name) for when in ("pending", "committed") for name in NAMES]
 

@@ -105,17 +105,14 @@ _RANGE = (
 #: character: 2,004 bytes.
 TEXT_KEPT = 500
 
-#: A string as a typed column holds it (``TEXT_KEPT``), from text ``{s}``.
+#: A string as a typed column holds it (``TEXT_KEPT``), from text ``{s}``;
+#: so are the terms of a numbered list (``NUMBERED``): a search by a term
+#: that long reads ``idx`` (``registry.KeywordTranslator.overlaps``).
 _HELD = f"left({{s}}, {TEXT_KEPT + 1})"
 
 _STRINGS = (
     "ARRAY(SELECT {element} FROM jsonb_array_elements({{v}}) AS e"
     " WHERE jsonb_typeof(e) = 'string')"
-)
-_KEYWORDS = (
-    "CASE WHEN jsonb_typeof({v}) = 'array' THEN "
-    + _STRINGS.format(element="e #>> '{}'")
-    + " END"
 )
 _HELD_KEYWORDS = (
     "CASE WHEN jsonb_typeof({v}) = 'array' THEN "
@@ -153,7 +150,7 @@ KINDS: dict[str, Kind] = {
     "set": Kind(
         "integer",
         None,
-        "pgcatalog_keyword_set(" + _KEYWORDS + ")",
+        "pgcatalog_keyword_set(" + _HELD_KEYWORDS + ")",
         varlena=False,
     ),
 }
