@@ -63,6 +63,8 @@ def _header(results: dict) -> list[str]:
         "iterations per query, times in ms (median, p95); plone_pgcatalog's "
         "results kept per committed state: "
         + ("**on**" if results.get("result_cache") else "off")
+        + "; plone.app.discussion loaded: "
+        + ("**yes**" if results.get("discussion") else "no")
         + ".",
         f"- Machine: {machine['cpu']}, {machine['cpus']} CPUs, "
         f"{_memory(machine['memory'])} RAM; {machine['platform']}; "

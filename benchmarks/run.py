@@ -5,7 +5,7 @@ Usage (from the repository root; ``make bench`` does this)::
     .venv/bin/python benchmarks/run.py [--docs 500] [--dsn DSN]
         [--backends zcatalog,pgcatalog] [--warmup 5] [--iterations 50]
         [--output benchmarks/results/docs-500] [--keep-databases]
-        [--result-cache] [--rounds 1]
+        [--result-cache] [--discussion] [--rounds 1]
 
 For each backend, on the same PostgreSQL server: a fresh database, then
 three processes started one after the other (worker.py): ``create`` (the
@@ -92,6 +92,14 @@ def parse_args(argv) -> argparse.Namespace:
         "state, so they would measure the cache, not the search)",
     )
     parser.add_argument(
+        "--discussion",
+        action="store_true",
+        help="load plone.app.discussion in both backends, as Plone does "
+        "wherever it is installed (off by default: a stock Plone 6.2 site; "
+        "it is a test dependency of this project, and its subscriber of "
+        "moves searches the catalog once per moved object)",
+    )
+    parser.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -171,6 +179,7 @@ def run_phase(phase, backend, dsn, args, workdir: Path) -> dict:
                 env={
                     **os.environ,
                     "PGCATALOG_RESULT_CACHE": "on" if args.result_cache else "off",
+                    "PGCATALOG_BENCH_DISCUSSION": "on" if args.discussion else "off",
                 },
                 stdout=stderr,
                 stderr=stderr,
@@ -365,6 +374,7 @@ def run(args, server_dsn: str, workdir: Path) -> int:
         "warmup": args.warmup,
         "iterations": args.iterations,
         "result_cache": args.result_cache,
+        "discussion": args.discussion,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": machine_info(server_dsn),
         "pgcatalog_source": pgcatalog_source(),
