@@ -26,6 +26,16 @@ def _chain(layer, seen=None) -> list:
 
 def _set_up(layer) -> list:
     chain = _chain(layer)
+    # A layer marked ``exclusive`` stacks a resource of its base (the
+    # discussion fixtures: the database snapshot, the DemoStorage), which
+    # every layer on that base then sees (plone.testing's resources): torn
+    # down, with the layers set up after it, before a test whose chain
+    # does not have it.
+    for position, item in enumerate(_ACTIVE):
+        if getattr(item, "exclusive", False) and item not in chain:
+            while len(_ACTIVE) > position:
+                _ACTIVE.pop().tearDown()
+            break
     for item in chain:
         if item not in _ACTIVE:
             item.setUp()

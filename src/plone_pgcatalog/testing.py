@@ -29,6 +29,9 @@ PostgreSQL
     Both sites with plone.app.discussion's profile (an add-on since Plone
     6.1; a test dependency here, and so its ZCML is in every layer, as
     Plone loads it where it is installed), comments allowed on pages.
+    Their fixtures stack their base's resources (the snapshot, the
+    DemoStorage), which every layer on that base would see: ``exclusive``,
+    the test run tears them down before a test of another layer.
 
 ``serving_demo``
     The ``make run`` demo (``plone_pgcatalog.demo.instance``) served by a
@@ -433,6 +436,10 @@ class PGCatalogDiscussionFixture(Layer):
     """The PostgreSQL site with plone.app.discussion."""
 
     defaultBases = (PGCATALOG_FIXTURE,)
+    #: Its snapshot shadows the base's for every layer on that base
+    #: (plone.testing stacks resources): torn down before a test of
+    #: another layer (``tests/conftest.py``).
+    exclusive = True
 
     def setUp(self):
         dsn = self["pgcatalog_dsn"]
@@ -467,6 +474,8 @@ class ZCatalogDiscussionFixture(Layer):
     """The ZCatalog site with plone.app.discussion."""
 
     defaultBases = (ZCATALOG_FIXTURE,)
+    #: Its DemoStorage shadows the base's (as the PostgreSQL one's snapshot).
+    exclusive = True
 
     def setUp(self):
         from plone.testing import zodb
