@@ -195,6 +195,23 @@ class DatabaseSnapshot:
         snapshots.lookups.clear()
 
 
+def _snapshot_after(dsn: str, build) -> DatabaseSnapshot:
+    """``build(root)`` (the ZODB's root) in a connection of the database
+    at ``dsn``, committed; then the snapshot of its tables."""
+    db = open_db(dsn)
+    try:
+        conn = db.open()
+        build(conn.root())
+        transaction.commit()
+        zope_testing.logout()
+        conn.close()
+    finally:
+        db.close()
+    snapshot = DatabaseSnapshot(dsn)
+    snapshot.take()
+    return snapshot
+
+
 def open_db(dsn: str):
     """A ``ZODB.DB`` on a new zodb-pgjsonb storage, prepared as Zope's start-up
     prepares it (the catalog processor, ``pytz.utc`` zones)."""
@@ -279,24 +296,17 @@ class PGCatalogFixture(Layer):
         dsn = embedded.ensure_database(
             server_dsn(), f"pgcatalog_test_{os.getpid()}", fresh=True
         )
-        db = open_db(dsn)
-        try:
-            conn = db.open()
-            conn.root()["Application"] = Application()
+
+        def build(root):
+            root["Application"] = Application()
             transaction.commit()
-            app = addRequestContainer(conn.root()["Application"])
+            app = addRequestContainer(root["Application"])
             AppInitializer(app).initialize()
             transaction.commit()
             create_site(app, EXTENSION_PROFILES + (PGCATALOG_PROFILE,))
-            transaction.commit()
-            zope_testing.logout()
-            conn.close()
-        finally:
-            db.close()
-        snapshot = DatabaseSnapshot(dsn)
-        snapshot.take()
+
         self["pgcatalog_dsn"] = dsn
-        self["pgcatalog_snapshot"] = snapshot
+        self["pgcatalog_snapshot"] = _snapshot_after(dsn, build)
 
     def tearDown(self):
         from plone.testing import zca
@@ -442,20 +452,11 @@ class PGCatalogDiscussionFixture(Layer):
     exclusive = True
 
     def setUp(self):
-        dsn = self["pgcatalog_dsn"]
         self["pgcatalog_snapshot"].restore()
-        db = open_db(dsn)
-        try:
-            conn = db.open()
-            enable_discussion(addRequestContainer(conn.root()["Application"]))
-            transaction.commit()
-            zope_testing.logout()
-            conn.close()
-        finally:
-            db.close()
-        snapshot = DatabaseSnapshot(dsn)
-        snapshot.take()
-        self["pgcatalog_snapshot"] = snapshot
+        self["pgcatalog_snapshot"] = _snapshot_after(
+            self["pgcatalog_dsn"],
+            lambda root: enable_discussion(addRequestContainer(root["Application"])),
+        )
 
     def tearDown(self):
         del self["pgcatalog_snapshot"]

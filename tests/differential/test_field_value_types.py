@@ -21,8 +21,8 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from tests.conftest import collect_in
+from tests.differential.searched import outcome
 
-import copy
 import datetime
 import pytest
 import re
@@ -99,14 +99,6 @@ def _queries(name: str, values: list) -> list[tuple[str, dict]]:
     return queries
 
 
-def _outcome(catalog, query: dict):
-    try:
-        brains = catalog.unrestrictedSearchResults(**copy.deepcopy(query))
-        return [brain.getPath() for brain in brains], brains.actual_result_count
-    except Exception as exc:  # the outcome to compare
-        return ("raised", [cls.__name__ for cls in type(exc).__mro__][:3])
-
-
 def _run(layer) -> dict:
     portal = layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
@@ -128,7 +120,7 @@ def _run(layer) -> dict:
                     page.reindexObject(idxs=[_index(name)])
     transaction.commit()
     outcomes = {
-        (name, label): _outcome(catalog, query)
+        (name, label): outcome(catalog, query)
         for name in NAMES
         for label, query in _queries(name, values[name])
     }

@@ -18,8 +18,8 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from tests.conftest import collect_in
+from tests.differential.searched import outcome
 
-import copy
 import datetime
 import pytest
 import transaction
@@ -108,18 +108,6 @@ def _queries(name: str) -> list[tuple[str, dict]]:
     ]
 
 
-def _outcome(catalog, query: dict):
-    try:
-        brains = catalog.unrestrictedSearchResults(**copy.deepcopy(query))
-        return (
-            sorted(b.getPath() for b in brains),
-            len(brains),
-            [b.getPath() for b in brains],
-        )
-    except Exception as exc:  # the outcome to compare
-        return ("raised", [cls.__name__ for cls in type(exc).__mro__][:3])
-
-
 def _run(layer) -> dict:
     portal = layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
@@ -139,7 +127,7 @@ def _run(layer) -> dict:
                     page.reindexObject(idxs=[name])
     transaction.commit()
     return {
-        (name, label): _outcome(catalog, query)
+        (name, label): outcome(catalog, query)
         for name in NAMES
         for label, query in _queries(name)
     }
@@ -161,7 +149,8 @@ def test_as_zcatalog(outcomes, name, label):
         "the test's own premise: the query finds something in ZCatalog",
         expected,
     )
-    if "sorted" not in label:
+    if "sorted" not in label and expected[0] != "raised":
         # Unsorted: ZCatalog's order is its record ids'.
-        expected, actual = expected[:2], actual[:2]
+        expected = (sorted(expected[0]), expected[1])
+        actual = (sorted(actual[0]), actual[1])
     assert actual == expected, (expected, actual)

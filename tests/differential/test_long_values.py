@@ -20,6 +20,7 @@ from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog.store.columns import TEXT_KEPT
 from tests.conftest import collect_in
+from tests.differential.searched import ids_found
 
 import pytest
 import random
@@ -102,10 +103,7 @@ QUERIES = [
 
 
 def _outcomes(catalog) -> dict:
-    found = {}
-    for name, query, ordered in QUERIES:
-        ids = [brain.getId for brain in catalog.unrestrictedSearchResults(**query)]
-        found[name] = ids if ordered else sorted(ids)
+    found = ids_found(catalog, QUERIES)
     found["unique values"] = list(catalog.uniqueValuesFor("pgc_long"))
     found["unique keywords"] = sorted(catalog.uniqueValuesFor("Subject"))
     found["with lengths"] = sorted(

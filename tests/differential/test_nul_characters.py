@@ -17,6 +17,7 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from tests.conftest import collect_in
+from tests.differential.searched import ids_found
 
 import pytest
 import transaction
@@ -50,11 +51,7 @@ QUERIES = [
 
 
 def _outcomes(catalog) -> dict:
-    found = {}
-    for name, query, ordered in QUERIES:
-        brains = catalog.unrestrictedSearchResults(**query)
-        ids = [brain.getId for brain in brains]
-        found[name] = ids if ordered else sorted(ids)
+    found = ids_found(catalog, QUERIES)
     brains = catalog.unrestrictedSearchResults(portal_type="Document", sort_on="id")
     found["metadata"] = [
         (b.getId, b.Title, b.Description, tuple(b.Subject)) for b in brains
