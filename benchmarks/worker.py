@@ -40,6 +40,8 @@ import warnings
 # stock Plone 6.2 site) unless ``run.py --discussion``.
 if os.environ.get("PGCATALOG_BENCH_DISCUSSION", "off") != "on":
     sys.modules["plone.app.discussion"] = None
+    # Its entry point for plone.autoinclude, which Zope's start-up follows.
+    os.environ["AUTOINCLUDE_ALLOW_MODULE_NOT_FOUND_ERROR"] = "plone.app.discussion"
 
 PHASES = ("create", "query", "write")
 
