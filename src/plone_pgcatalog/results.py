@@ -27,6 +27,7 @@ from plone_pgcatalog.errors import SearchTimeout
 from plone_pgcatalog.fulltext import highlight
 from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import text_config
+from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
 from plone_pgcatalog.query import QueryContext
@@ -121,6 +122,42 @@ def search_results(
     )
 
 
+def vacated(query: dict, pending) -> bool:
+    """Whether ``query`` asks for one subtree that a move of this
+    transaction took every row away from, and where nothing was cataloged
+    since: its result is empty, whatever else it asks.
+
+    plone.app.discussion's subscriber of moves asks the catalog for the
+    comments at each moved object's old path, once per object, in the
+    move's transaction: with this transaction's changes laid over the rows,
+    each search cost more the more objects the move had reindexed (a folder
+    of 1,000 items renamed: 54 s against ZCatalog's 5.8).  Only a path
+    given as one absolute path, with or without ``depth``."""
+    if not pending.moves:
+        return False
+    path = query.get("path")
+    if isinstance(path, dict):
+        if set(path) - {"query", "depth"}:
+            return False
+        path = path.get("query")
+    if isinstance(path, (list, tuple)) and len(path) == 1:
+        path = path[0]
+    if not isinstance(path, str) or not path.startswith("/"):
+        return False
+    path = path.rstrip("/") or "/"
+    for position, (old, _new) in enumerate(pending.moves):
+        if not in_subtree(path, old):
+            continue
+        # Rows brought there since: by a later move, or cataloged anew.
+        later = [new for _old, new in pending.moves[position:]]
+        return not (
+            any(in_subtree(new, path) or in_subtree(path, new) for new in later)
+            or any(in_subtree(row.path, path) for row in pending.rows.values())
+            or any(in_subtree(p.path, path) for p in pending.patches.values())
+        )
+    return False
+
+
 def _search(
     catalog, query: dict, pending, match_all: bool, metadata: bool
 ) -> tuple[search.Found, object, bool, tuple | None]:
@@ -128,6 +165,8 @@ def _search(
     round trip, what fetches the rest of its rows (None when they all
     came), whether that rest is read from a later snapshot when the result
     is read after its transaction, and the snapshot it was found in."""
+    if pending is not None and vacated(query, pending):
+        return search.Found([], 0), None, False, None
     started = time.perf_counter()
     overlay = pending.overlay() if pending else Overlay()
     configs = text_configs(query, catalog)

@@ -335,3 +335,33 @@ def test_getpath_of_a_moved_row_before_the_commit(pg_layer):
     assert catalog.getpath(rid) == "/plone/z/f0/d0"
     transaction.commit()
     assert catalog.getpath(rid) == "/plone/z/f0/d0"
+
+
+def test_plone_app_discussion_asks_for_the_old_paths_without_a_search(
+    pg_layer, searches
+):
+    """plone.app.discussion (loaded in every test layer, as Plone loads it
+    wherever it is installed) searches the comments at each moved object's
+    old path, in the move's transaction.  Every row left that subtree: the
+    answer is empty without a statement (``results.vacated``), where each
+    search had laid the transaction's growing changes over the rows."""
+    portal = pg_layer["portal"]
+    _tree(portal, children=3, grandchildren=2)
+    searches.clear()
+    api.content.rename(obj=portal["a"], new_id="renamed")
+    assert [s for s in searches if "Discussion Item" in repr(s.params)] == []
+    # The old place is empty, the new one full, before the commit.
+    assert _paths(path="/plone/a") == []
+    assert _paths(path={"query": "/plone/a/f0", "depth": 1}) == []
+    assert len(_paths(path="/plone/renamed")) == 1 + 3 + 3 + 6
+    # Something cataloged at the old place since is found there.
+    with api.env.adopt_roles(["Manager"]):
+        api.content.create(container=portal, type="Folder", id="a", title="New A")
+    assert _paths(path="/plone/a") == ["/plone/a"]
+    # A folder moved to the old place brings its rows.
+    api.content.rename(obj=portal["a"], new_id="other")
+    api.content.move(source=portal["renamed"]["f1"], target=portal, id="a")
+    assert _paths(path="/plone/a") == ["/plone/a", "/plone/a/d0", "/plone/a/d1"]
+    transaction.commit()
+    assert _paths(path="/plone/a") == ["/plone/a", "/plone/a/d0", "/plone/a/d1"]
+    assert _paths(path="/plone/other") == ["/plone/other"]
