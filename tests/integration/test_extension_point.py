@@ -142,25 +142,53 @@ def _typed_column(catalog, index_name):
 
 
 @contextlib.contextmanager
-def _reading_the_catalog(catalog, seconds=None):
+def _reading_the_catalog(catalog):
     """Another session reading the catalog's table in an open transaction
-    (its lock keeps DROP COLUMN out), ended after ``seconds`` if given."""
+    (its lock keeps DROP COLUMN out)."""
     from plone_pgcatalog.store.connection import ddl_connection
 
     with ddl_connection(catalog) as conn:
         conn.execute("BEGIN")
         conn.execute("SELECT zoid FROM pgcatalog_objects LIMIT 1")
-        ending = None
-        if seconds is not None:
-            ending = threading.Timer(seconds, conn.rollback)
-            ending.start()
         try:
             yield
         finally:
-            if ending is not None:
-                ending.join()
-            else:
-                conn.rollback()
+            conn.rollback()
+
+
+@contextlib.contextmanager
+def _reading_until_a_drop_waited(catalog):
+    """``_reading_the_catalog``, ended once a lock request on the table
+    has waited longer than the exclusive lock's first wait (1.5 s:
+    ``columns._set_exclusive_lock_timeout``), and within the drop's tries:
+    whatever time the commit before it takes (a fixed hold from the start
+    ended before the drop began, under CI's load)."""
+    from plone_pgcatalog.store.connection import ddl_connection
+
+    with ddl_connection(catalog) as reader, ddl_connection(catalog) as watcher:
+        reader.execute("BEGIN")
+        reader.execute("SELECT zoid FROM pgcatalog_objects LIMIT 1")
+        watcher.autocommit = True
+
+        def end_after_a_wait():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                waiting = watcher.execute(
+                    "SELECT 1 FROM pg_locks WHERE NOT granted"
+                    " AND relation = 'pgcatalog_objects'::regclass"
+                ).fetchone()
+                if waiting:
+                    time.sleep(2.0)
+                    break
+                time.sleep(0.05)
+            reader.rollback()
+
+        ending = threading.Thread(target=end_after_a_wait)
+        ending.start()
+        try:
+            yield
+        finally:
+            ending.join()
 
 
 def test_a_drop_waits_out_a_short_lock(pg_layer, caplog):
@@ -172,9 +200,7 @@ def test_a_drop_waits_out_a_short_lock(pg_layer, caplog):
     catalog = pg_layer["portal"].portal_catalog
     assert _typed_column(catalog, "portal_type") == ("text", True)
     try:
-        # Longer than the exclusive lock's first wait (1.5 s:
-        # ``columns._set_exclusive_lock_timeout``), shorter than the tries.
-        with _reading_the_catalog(catalog, seconds=2.5):
+        with _reading_until_a_drop_waited(catalog):
             catalog.delIndex("portal_type")
             with caplog.at_level("INFO", "plone_pgcatalog"):
                 transaction.commit()
