@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import copy
+import transaction
 
 
 def outcome(catalog, query: dict) -> tuple:
@@ -25,3 +26,12 @@ def ids_found(catalog, queries) -> dict:
         ids = [brain.getId for brain in catalog.unrestrictedSearchResults(**query)]
         found[name] = ids if ordered else sorted(ids)
     return found
+
+
+def before_and_after_commit(found) -> dict:
+    """``found()`` before the transaction's commit (this transaction's
+    changes laid over the rows) and after it: ``{"pending": ...,
+    "committed": ...}``."""
+    pending = found()
+    transaction.commit()
+    return {"pending": pending, "committed": found()}

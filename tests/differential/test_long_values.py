@@ -20,6 +20,7 @@ from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog.store.columns import TEXT_KEPT
 from tests.conftest import collect_in
+from tests.differential.searched import before_and_after_commit
 from tests.differential.searched import ids_found
 
 import pytest
@@ -151,9 +152,7 @@ def _run(layer) -> dict:
         portal.acl_users.source_users.addUser(USER, USER, "secret-Pw1!")
         portal["p0"].manage_setLocalRoles(USER, ["Reader"])
         portal["p0"].reindexObjectSecurity()
-    pending = _outcomes(catalog)
-    transaction.commit()
-    return {"pending": pending, "committed": _outcomes(catalog)}
+    return before_and_after_commit(lambda: _outcomes(catalog))
 
 
 @pytest.fixture(scope="module")

@@ -17,10 +17,10 @@ from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from tests.conftest import collect_in
+from tests.differential.searched import before_and_after_commit
 from tests.differential.searched import ids_found
 
 import pytest
-import transaction
 
 #: (id, title, description, subjects)
 PAGES = [
@@ -73,9 +73,7 @@ def _run(layer) -> dict:
                 description=description,
                 subject=subjects,
             )
-    pending = _outcomes(catalog)
-    transaction.commit()
-    return {"pending": pending, "committed": _outcomes(catalog)}
+    return before_and_after_commit(lambda: _outcomes(catalog))
 
 
 @pytest.fixture(scope="module")
