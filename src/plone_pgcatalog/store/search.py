@@ -293,15 +293,16 @@ _SCALAR = _TypedValues(
 )
 # A string longer than a column holds whole (``columns.TEXT_KEPT``) is
 # counted from ``idx``, and so is a list that has one.
+_KEPT = sql.Literal(TEXT_KEPT)
 _TYPED_VALUES = {
     "text": _TypedValues(
         sql.SQL(
             "CASE WHEN {column} IS NULL"
-            f" OR char_length({{column}}) > {TEXT_KEPT} THEN idx -> {{key}} END"
+            " OR char_length({column}) > {kept} THEN idx -> {key} END"
         ),
         sql.SQL(
             "SELECT {facet}::text, to_jsonb({c}), count(*) FROM {m}"
-            f" WHERE char_length({{c}}) <= {TEXT_KEPT} GROUP BY {{c}}"
+            " WHERE char_length({c}) <= {kept} GROUP BY {c}"
         ),
         sql.SQL("{c} IS NOT NULL"),
     ),
@@ -309,7 +310,7 @@ _TYPED_VALUES = {
     "keywords": _TypedValues(
         sql.SQL(
             "CASE WHEN cardinality({column}) = 0 OR EXISTS (SELECT FROM"
-            f" unnest({{column}}) AS k WHERE char_length(k) > {TEXT_KEPT})"
+            " unnest({column}) AS k WHERE char_length(k) > {kept})"
             " THEN idx -> {key} END"
         ),
         sql.SQL(
@@ -435,8 +436,8 @@ def _value_facets(facets: list[ValueFacet]):
             typed = _TYPED_VALUES.get(facet.kind)
             if facet.column is not None and typed is not None:
                 values.append(sql.SQL("{} AS {}").format(facet.column, c))
-                json = typed.json.format(column=facet.column, key=key)
-                parts.append(typed.counts.format(facet=name, c=c, m=m, j=j))
+                json = typed.json.format(column=facet.column, key=key, kept=_KEPT)
+                parts.append(typed.counts.format(facet=name, c=c, m=m, j=j, kept=_KEPT))
                 # The typed test first: ``idx`` only where it says none.
                 has = sql.SQL("CASE WHEN {} THEN true ELSE {} END").format(
                     typed.has.format(c=c), has
