@@ -74,6 +74,7 @@ from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import json_key
 from psycopg import sql
+from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 from zope.interface import directlyProvides
 from zope.interface import providedBy
@@ -156,13 +157,23 @@ class _Rows:
         return statement, [*self.source_params, *site_params]
 
     def fetch(
-        self, statement: sql.Composable, params, keep_plan: bool = False
+        self,
+        statement: sql.Composable,
+        params,
+        keep_plan: bool = False,
+        json: bool = True,
     ) -> list[tuple]:
         """The rows of ``statement``, planned for its values unless
-        ``keep_plan`` (written for it: ``query.SearchSQL.plan_kept``)."""
+        ``keep_plan`` (written for it: ``query.SearchSQL.plan_kept``); its
+        JSON decoded unless not ``json`` (it reads none: a plain cursor is
+        made faster)."""
         try:
             with connection.reading(self.tool) as conn:
-                with connection.json_cursor(conn) as cursor:
+                with (
+                    connection.json_cursor(conn)
+                    if json
+                    else conn.cursor(row_factory=tuple_row)
+                ) as cursor:
                     # Planned for its values every time, as searches are
                     # (``store.search``): psycopg prepares a statement run
                     # five times on a connection, and after five more runs
@@ -771,8 +782,34 @@ class DateIndexView(ValueIndexView):
     _numbers_may_be_dates = False
 
 
-#: ``{index name: statement}`` of ``UUIDIndexView._uid_rows``.
-_UID_LOOKUPS: dict[str, sql.SQL] = {}
+#: ``{(index name, site path): (statement, the site's parameters)}`` of
+#: ``UUIDIndexView._uid_rows``.
+_UID_LOOKUPS: dict[tuple[str, str], tuple[sql.SQL, tuple]] = {}
+
+
+def _uid_lookup(name: str, site_path: str, uid: str) -> tuple[sql.SQL, list]:
+    """The statement and parameters finding the rows of ``uid`` in UUIDIndex
+    ``name`` of the site at ``site_path`` (``UUIDIndexView._uid_rows``)."""
+    known = _UID_LOOKUPS.get((name, site_path))
+    if known is None:
+        site, site_params = path_clause(site_path, -1)
+        where, _ = by_key(
+            [site, layout.column(name) + sql.SQL(" = %s")],
+            [*site_params, uid],
+            1,
+            len(site_params),
+            1,
+        )
+        statement = sql.SQL("SELECT zoid, path FROM {} WHERE {} ORDER BY zoid").format(
+            layout.TABLE, where
+        )
+        known = _UID_LOOKUPS[name, site_path] = (
+            sql.SQL(statement.as_string(None)),
+            tuple(site_params),
+        )
+    statement, site_params = known
+    # ``by_key``'s order: the key's value first, then the others'.
+    return statement, [uid, *site_params]
 
 
 class UUIDIndexView(ValueIndexView):
@@ -800,14 +837,9 @@ class UUIDIndexView(ValueIndexView):
         value = comparable(key)
         if rows.source_params or not fits("text", value):
             return super()._rids_for(key)
-
-        def read() -> list[tuple] | None:
-            typed = self._typed(rows)
-            return None if typed is None else self._uid_rows(rows, typed, value)
-
         found = snapshots.lookups.get(
             self._lookup_key(rows, "uid rows", value),
-            read,
+            lambda: self._uid_rows(rows, value),
             keep=lambda found: found is not None
             and len(found) <= snapshots.RESULT_ROWS,
         )
@@ -819,26 +851,18 @@ class UUIDIndexView(ValueIndexView):
             snapshots.remember_uid(state, self._name, value, found)
         return [zoid for zoid, _ in found]
 
-    def _uid_rows(self, rows: _Rows, typed: sql.Composable, uid: str) -> list[tuple]:
-        """``(zoid, path)`` of the site's rows of ``uid``, by record id."""
-        site, site_params = path_clause(rows.site_path, -1)
-        # Composed once per index (its column is named after it): a page
-        # resolves each of its links.
-        statement = _UID_LOOKUPS.get(self._name)
-        if statement is None:
-            where, _ = by_key(
-                [site, typed + sql.SQL(" = %s")],
-                [*site_params, uid],
-                1,
-                len(site_params),
-                1,
-            )
-            statement = sql.SQL(
-                "SELECT zoid, path FROM {} WHERE {} ORDER BY zoid"
-            ).format(layout.TABLE, where)
-            statement = _UID_LOOKUPS[self._name] = sql.SQL(statement.as_string(None))
-        # ``by_key``'s order: the key's value first, then the others'.
-        return rows.fetch(statement, [uid, *site_params], keep_plan=True)
+    def _uid_rows(self, rows: _Rows, uid: str) -> list[tuple] | None:
+        """``(zoid, path)`` of the site's rows of ``uid``, by record id;
+        None if the index's typed column is not ready.  A page pays this
+        for each of its links: the statement is composed once per index
+        and site, its rows are tuples of an int and a string (no JSON
+        loaders), and its plan is kept for every UID
+        (``query.SearchSQL.plan_kept``)."""
+        kind = self._kind()
+        if kind is None or rows.columns.get(self._name) != kind:
+            return None
+        statement, params = _uid_lookup(self._name, rows.site_path, uid)
+        return rows.fetch(statement, params, keep_plan=True, json=False)
 
     def _values(self, rows):
         # Every value is distinct: one pass, not one B-tree probe per value.

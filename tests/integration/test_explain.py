@@ -442,9 +442,9 @@ def _lookups(catalog) -> dict:
     seen = []
     fetch = indexes._Rows.fetch
 
-    def recording(self, statement, params, keep_plan=False):
+    def recording(self, statement, params, keep_plan=False, json=True):
         seen.append((statement, tuple(params)))
-        return fetch(self, statement, params, keep_plan)
+        return fetch(self, statement, params, keep_plan, json)
 
     indexes._Rows.fetch = recording
     enabled, snapshots.lookups.enabled = snapshots.lookups.enabled, False

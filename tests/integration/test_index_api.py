@@ -618,9 +618,9 @@ def _statements(monkeypatch) -> list:
     seen = []
     fetch = indexes._Rows.fetch
 
-    def recording(self, statement, params, keep_plan=False):
+    def recording(self, statement, params, keep_plan=False, json=True):
         seen.append((statement, list(params)))
-        return fetch(self, statement, params, keep_plan)
+        return fetch(self, statement, params, keep_plan, json)
 
     monkeypatch.setattr(indexes._Rows, "fetch", recording)
     return seen
@@ -967,7 +967,7 @@ def test_unique_values_are_shared_by_the_readers_of_one_state_never_stale(
     monkeypatch.setattr(
         indexes._Rows,
         "fetch",
-        lambda rows, *args: reads.append(args) or original(rows, *args),
+        lambda rows, *args, **kw: reads.append(args) or original(rows, *args, **kw),
     )
     assert catalog.uniqueValuesFor("Subject") == ("alpha",)
     transaction.begin()  # another request on the same committed state
