@@ -122,6 +122,61 @@ def search_results(
     )
 
 
+#: The keys of a query that ZCatalog's ``search`` does not read: its
+#: arguments say how to sort.
+_SORT_KEYS = ("sort_on", "sort_order", "sort_limit")
+
+
+def search_query(query: dict, sort_index, reverse, limit) -> dict:
+    """The ``searchResults`` query of ZCatalog's ``search(query,
+    sort_index, reverse, limit)``: ``query`` without its own sort keys,
+    sorted on ``sort_index`` (an index name, or a list of them), in reverse
+    where ``reverse`` is true (one flag, or one per name), at most
+    ``limit`` (``sort_limit``, which ZCatalog's ``searchResults`` passes as
+    ``search``'s ``limit``)."""
+    converted = {key: value for key, value in query.items() if key not in _SORT_KEYS}
+    if sort_index is not None:
+        converted["sort_on"] = sort_index
+        flags = reverse if isinstance(reverse, (list, tuple)) else [reverse]
+        orders = ["reverse" if flag else "ascending" for flag in flags]
+        converted["sort_order"] = orders if len(orders) > 1 else orders[0]
+    if limit is not None:
+        converted["sort_limit"] = limit
+    return converted
+
+
+def unmerged(catalog, found: LazyResults, sort_index, getter):
+    """ZCatalog's ``search`` result with ``merge`` false, from the merged
+    one (``found``), for ``Catalog.mergeResults``, which sorts the results
+    of several catalogs together and gets each brain by ``getter``
+    (``_catalog[rid]``):
+
+    - sorted (``sort_index``: a name or a list of them): ``(key, rid,
+      getter)`` per result, ``key`` the index's value for the object (a
+      tuple of them for several indexes), in ZCatalog's form
+      (``documentToKeyMap``);
+    - searched for words, unsorted: ``(score, (1, score, rid), getter)``;
+    - otherwise the results themselves, as ZCatalog gives them.
+
+    The keys are read in one statement per sort index."""
+    if sort_index is None:
+        brains = list(found)
+        if not brains or brains[0].data_record_score_ is None:
+            return found
+        return [
+            (b.data_record_score_, (1, b.data_record_score_, b.getRID()), getter)
+            for b in brains
+        ]
+    names = sort_index if isinstance(sort_index, (list, tuple)) else [sort_index]
+    keys = [dict(catalog._catalog.getIndex(name)._unindex.items()) for name in names]
+    rows = []
+    for brain in found:
+        rid = brain.getRID()
+        values = tuple(by_rid.get(rid) for by_rid in keys)
+        rows.append((values if len(names) > 1 else values[0], rid, getter))
+    return rows
+
+
 def vacated(query: dict, pending) -> bool:
     """Whether ``query`` asks for one subtree that a move of this
     transaction took every row away from, and where nothing was cataloged

@@ -52,6 +52,7 @@ class Shape:
     total_ms: float = 0.0
     max_ms: float = 0.0
     #: the last slow run; ``rows`` None: it failed (``error``)
+    last_ms: float = 0.0
     query: str = ""
     rows: int | None = 0
     error: str = ""
@@ -107,6 +108,7 @@ class SlowQueryLog:
             shape.count += 1
             shape.total_ms += ms
             shape.max_ms = max(shape.max_ms, ms)
+            shape.last_ms = ms
             shape.query, shape.rows, shape.at = query, rows, time.time()
             shape.statement, shape.params, shape.error = statement, params, error
             shape.kept = kept
@@ -132,6 +134,25 @@ class SlowQueryLog:
 
 #: The log of this process.
 LOG = SlowQueryLog()
+
+
+def zcatalog_report(log: SlowQueryLog) -> list[dict]:
+    """The shapes of ``log`` as ZCatalog's ``getCatalogReport`` gives its
+    slow queries, slowest mean first: ``{"query": the last run's query,
+    "counter": runs, "duration": mean ms, "last": {"duration": ms,
+    "details": []}}``.  ZCatalog's details time each index of the last
+    run; a search here is one statement, so there are none."""
+    report = [
+        {
+            "query": shape.query,
+            "counter": shape.count,
+            "duration": shape.mean_ms,
+            "last": {"duration": shape.last_ms, "details": []},
+        }
+        for shape in log.shapes()
+    ]
+    report.sort(key=lambda entry: entry["duration"], reverse=True)
+    return report
 
 
 def threshold_ms(catalog) -> float:

@@ -35,6 +35,7 @@ from plone_pgcatalog import faceting
 from plone_pgcatalog import maintenance
 from plone_pgcatalog import metadata
 from plone_pgcatalog import moves
+from plone_pgcatalog import results
 from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.conflicts import found_by_searches
@@ -78,6 +79,7 @@ from zope.interface import implementer
 import functools
 import hashlib
 import logging
+import math
 import psycopg
 import time
 
@@ -330,7 +332,14 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         unless ``update_metadata`` is false), as ZCatalog does; the object
         itself is not stored again.
         """
-        wrapped = indexable(obj, self)
+        return self._catalog_object(obj, uid, idxs, update_metadata)
+
+    @security.private
+    def _catalog_object(self, obj, uid, idxs, update_metadata, plain=False):
+        """``catalog_object``; with ``plain``, the object's own attributes
+        are indexed, without plone.indexer's indexers (ZCatalog's
+        ``_catalog.catalogObject``)."""
+        wrapped = obj if plain else indexable(obj, self)
         content = obj
         if wrapped is obj:
             unwrap = getattr(obj, "_getWrappedObject", None)
@@ -339,7 +348,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         path = uid or "/".join(content.getPhysicalPath())
         own = self._catalog_of_its_site(content, path)
         if own is not None:
-            return own.catalog_object(obj, uid, idxs, update_metadata, pghandler)
+            return own._catalog_object(obj, uid, idxs, update_metadata, plain)
         zoid = self._zoid_of(content, path)
         if zoid is None:
             return
@@ -496,9 +505,20 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def manage_catalogClear(self, REQUEST=None, RESPONSE=None, URL1=None) -> None:
         """Remove every row of this site from the catalog (at commit)."""
         check_if_published(self, "manage_catalogClear")
-        self.pending_changes().uncatalog_subtree(self.site_path())
+        self._clear()
         if REQUEST and RESPONSE:
             _back_to_zmi(RESPONSE, URL1, "Catalog Cleared")
+
+    @security.private
+    def _clear(self) -> None:
+        self.pending_changes().uncatalog_subtree(self.site_path())
+
+    @security.protected(manage_zcatalog_indexes)
+    def clearIndex(self, name: str) -> None:
+        """Empty index ``name`` for every object, at commit: a search on it
+        finds nothing until it is reindexed (ZCatalog's; KeyError for an
+        unknown name)."""
+        maintenance.clear_index(self, name)
 
     # -- maintenance -------------------------------------------------------------
     # ZCatalog's signatures; the bodies are in ``maintenance``.
@@ -537,6 +557,75 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         if REQUEST and RESPONSE:
             _back_to_zmi(
                 RESPONSE, URL1, "Reindexing Performed", "manage_catalogIndexes"
+            )
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_clearIndex(self, ids=None, REQUEST=None, RESPONSE=None, URL1=None):
+        """Empty the indexes ``ids`` (ZCatalog's; the Indexes tab's Clear
+        button runs it as a job)."""
+        check_if_published(self, "manage_clearIndex")
+        if not ids:
+            raise BadRequest("No items specified")
+        for name in (ids,) if isinstance(ids, str) else ids:
+            self.clearIndex(name)
+        if REQUEST and RESPONSE:
+            _back_to_zmi(RESPONSE, URL1, "Index Cleared", "manage_catalogIndexes")
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_catalogObject(self, REQUEST, RESPONSE, URL1, urls=None):
+        """Catalog the objects at the paths ``urls`` (the Catalog tab's
+        Update button); a path that leads to no object is skipped."""
+        check_if_published(self, "manage_catalogObject")
+        for url in (urls,) if isinstance(urls, str) else urls or ():
+            obj = self.resolve_path(url)
+            if obj is None and hasattr(self, "REQUEST"):
+                obj = self.resolve_url(url, REQUEST)
+            if obj is not None:
+                self.catalog_object(obj, url)
+        if RESPONSE is not None:
+            _back_to_zmi(RESPONSE, URL1, "Object Cataloged", "manage_catalogView")
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_uncatalogObject(self, REQUEST, RESPONSE, URL1, urls=None):
+        """Remove the objects at the paths ``urls`` from the catalog (the
+        Catalog tab's Remove button)."""
+        check_if_published(self, "manage_uncatalogObject")
+        for url in (urls,) if isinstance(urls, str) else urls or ():
+            self.uncatalog_object(url)
+        if RESPONSE is not None:
+            _back_to_zmi(RESPONSE, URL1, "Object Uncataloged", "manage_catalogView")
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_resetCatalogReport(self, REQUEST=None):
+        """Forget this process's slow searches (ZCatalog's)."""
+        check_if_published(self, "manage_resetCatalogReport")
+        slowlog.LOG.clear()
+        if REQUEST is not None:
+            _back_to_zmi(
+                REQUEST.response, REQUEST.URL1, "Report cleared", "manage_catalogReport"
+            )
+
+    @security.protected(manage_zcatalog_entries)
+    def manage_editCatalogReport(self, long_query_time=0.1, REQUEST=None):
+        """Set ZCatalog's threshold of the query report, in seconds: the
+        ``slow_query_ms`` property (a negative time reports every search,
+        as ZCatalog's would: 0 ms)."""
+        check_if_published(self, "manage_editCatalogReport")
+        try:
+            seconds = float(long_query_time)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not math.isfinite(seconds):
+            raise ValueError(
+                f"long_query_time {long_query_time!r}: a number of seconds is needed"
+            )
+        self.slow_query_ms = max(0, round(seconds * 1000))
+        if REQUEST is not None:
+            _back_to_zmi(
+                REQUEST.response,
+                REQUEST.URL1,
+                "Long query time changed",
+                "manage_catalogReport",
             )
 
     # -- query path -------------------------------------------------------------
@@ -598,6 +687,38 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         else:
             kw.pop("sort_on", None)
         return _merge(query, kw)
+
+    @security.protected(search_zcatalog)
+    def search(self, query, sort_index=None, reverse=0, limit=None, merge=1):
+        """ZCatalog's programmatic search, with the security terms Plone's
+        ``CatalogTool.search`` adds (written into ``query``, as Plone
+        does; inactive content only where ``allow_inactive`` says so:
+        ``show_inactive`` is not read here).  ``query``'s own ``sort_on``,
+        ``sort_order`` and ``sort_limit`` are not read: the results are
+        sorted on index ``sort_index`` (a name), in reverse if
+        ``reverse``, and ``limit`` is ``sort_limit``.  With ``merge``
+        false, ZCatalog's raw form for ``Catalog.mergeResults`` (see
+        ``results.unmerged``)."""
+        processQueue()
+        query["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(
+            _getAuthenticatedUser(self)
+        )
+        if not self.allow_inactive(query):
+            query["effectiveRange"] = DateTime()
+        return self._search(query, sort_index, reverse, limit, merge)
+
+    @security.private
+    def _search(self, query, sort_index, reverse, limit, merge):
+        """``search`` without security terms (``_catalog.search``)."""
+        names = sort_index if isinstance(sort_index, (list, tuple)) else [sort_index]
+        for name in names:
+            if name is not None and name not in self._catalog.indexes:
+                raise KeyError(name)  # ZCatalog's ``indexes[sort_index]``
+        query = results.search_query(query, sort_index, reverse, limit)
+        found = search_results(self, query)
+        if merge:
+            return found
+        return results.unmerged(self, found, sort_index, self._catalog.__getitem__)
 
     @security.protected(search_zcatalog)
     def facet_counts(self, query=None, facets=(), include_zero=False, **kw):
@@ -765,6 +886,55 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
             for name in self._catalog.names
             if name in meta
         }
+
+    @security.private
+    def brain_of(self, rid: int):
+        """The brain of record id ``rid`` (``_catalog[rid]``); KeyError if
+        the site has no such row."""
+        for brain in self._unrestrictedSearchResults(
+            path={"query": self.getpath(rid), "depth": 0}
+        ):
+            return brain
+        raise KeyError(rid)
+
+    @security.private
+    def _unrestricted_unmerged(self, query: dict):
+        """ZCatalog's ``Catalog.searchResults(query, _merge=False)``."""
+        found = search_results(self, query)
+        return results.unmerged(
+            self, found, query.get("sort_on") or None, self._catalog.__getitem__
+        )
+
+    # Private in Plone (``CMFPlone.earlypatches.security``): they traverse
+    # without checks.
+    @security.private
+    def resolve_path(self, path: str):
+        """The object at ``path``, traversed from the catalog without
+        checks, or None (ZCatalog's: no exception)."""
+        try:
+            return self.unrestrictedTraverse(path)
+        except Exception:
+            return None
+
+    @security.private
+    def resolve_url(self, path: str, REQUEST):
+        """The object at URL path ``path`` as ``REQUEST`` resolves it (below
+        the request's script), or None (ZCatalog's: no exception)."""
+        if not REQUEST:
+            return None
+        script = REQUEST.script
+        if path.find(script) != 0:
+            path = f"{script}/{path}"
+        try:
+            return REQUEST.resolve_url(path)
+        except Exception:
+            return None
+
+    @security.protected(manage_zcatalog_entries)
+    def getCatalogReport(self) -> list[dict]:
+        """The slow searches of this process (the Query Report tab), in
+        ZCatalog's form (``slowlog.zcatalog_report``)."""
+        return slowlog.zcatalog_report(slowlog.LOG)
 
     @security.protected(search_zcatalog)
     def getrid(self, path: str, default=None):
