@@ -45,7 +45,7 @@ def test_the_catalog_tab_lists_filters_and_opens_an_entry(
     folder = _a_folder()
     page.fill("#within", folder)
     page.get_by_role("button", name="Filter").click()
-    paths = page.locator("#catalog-entries tbody tr td:first-child a")
+    paths = page.locator("#catalog-entries tbody tr td:nth-child(2) a")
     expect(paths.first).to_have_text(f"/Plone/{folder}")
     for path in paths.all_text_contents():
         assert path == f"/Plone/{folder}" or path.startswith(f"/Plone/{folder}/")
@@ -57,6 +57,46 @@ def test_the_catalog_tab_lists_filters_and_opens_an_entry(
     expect(page.locator("#entry-metadata")).to_contain_text("Title")
     expect(page.locator("#entry-indexes")).to_contain_text("portal_type")
     screenshot(page, "zmi-catalog-entry")
+
+
+def test_the_catalog_tab_updates_and_removes_entries(
+    admin_page, zope_instance, screenshot
+):
+    """ZCatalog's Update and Remove buttons (``manage_catalogObject``,
+    ``manage_uncatalogObject``): the object removed is put back at the end,
+    through the same method, as a script would post it."""
+    page = admin_page
+    catalog = _catalog(zope_instance)
+    listing = f"{catalog}/manage_catalogView?within={_a_folder()}"
+    page.goto(listing)
+    total = int(page.locator("#catalog-total strong").text_content())
+    row = page.locator("#catalog-entries tbody tr").nth(1)
+    path = row.locator("td:nth-child(2) a").text_content()
+    row.locator("input[type=checkbox]").check()
+    page.locator("#catalog-update").click()
+    expect(page.locator("body")).to_contain_text("Object Cataloged")
+    page.goto(listing)
+    expect(page.locator("#catalog-total strong")).to_have_text(str(total))
+    page.locator("#catalog-entries tbody tr").nth(1).locator("input").check()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator("#catalog-remove").click()
+    try:
+        expect(page.locator("body")).to_contain_text("Object Uncataloged")
+        page.goto(listing)
+        expect(page.locator("#catalog-total strong")).to_have_text(str(total - 1))
+        paths = page.locator("#catalog-entries tbody tr td:nth-child(2) a")
+        assert path not in paths.all_text_contents()
+        screenshot(page, "zmi-catalog-removed")
+    finally:
+        token = page.locator("input[name=_authenticator]").first.get_attribute("value")
+        answer = page.request.post(
+            f"{catalog}/manage_catalogObject",
+            form={"urls": path, "_authenticator": token},
+        )
+        assert answer.ok
+    page.goto(listing)
+    expect(page.locator("#catalog-total strong")).to_have_text(str(total))
+    assert path in paths.all_text_contents()
 
 
 def test_the_indexes_tab_shows_figures_adds_reindexes_and_deletes(
