@@ -9,14 +9,10 @@ from __future__ import annotations
 
 from plone import api
 from plone.app.testing import logout
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
 from tests.conftest import collect_in
+from tests.differential.pages import build_pages
 
 import pytest
-import transaction
-
-SUBJECTS = ("alpha", "beta", "gamma")
 
 #: (name, query, ordered?)
 QUERIES = [
@@ -78,23 +74,7 @@ def _title_letters(number: int) -> str:
 
 
 def build_content(portal) -> None:
-    setRoles(portal, TEST_USER_ID, ["Manager"])
-    folder = api.content.create(
-        container=portal, type="Folder", id="folder", title="Folder"
-    )
-    for number in range(20):
-        container = folder if number % 4 == 0 else portal
-        page = api.content.create(
-            container=container,
-            type="Document",
-            id=f"page-{number:02d}",
-            title=f"{_title_letters(number)} {number}",
-            subject=SUBJECTS[: number % 4],
-        )
-        if number % 2 == 0:
-            api.content.transition(obj=page, transition="publish")
-    api.content.transition(obj=folder, transition="publish")
-    transaction.commit()
+    build_pages(portal, 20, lambda number: f"{_title_letters(number)} {number}")
 
 
 def run_queries(layer, as_anonymous: bool) -> dict:

@@ -18,37 +18,23 @@ from __future__ import annotations
 
 from plone import api
 from plone.app.testing import logout
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
 from Products.ZCatalog.Catalog import mergeResults
 from tests.conftest import collect_in
+from tests.differential.pages import build_pages
 
 import pytest
 import transaction
 
-SUBJECTS = ("alpha", "beta", "gamma")
 PAGE = "/plone/folder/page-04"
 
 
 def build_content(portal) -> None:
-    setRoles(portal, TEST_USER_ID, ["Manager"])
-    folder = api.content.create(
-        container=portal, type="Folder", id="folder", title="Folder"
+    build_pages(
+        portal,
+        12,
+        lambda number: f"{chr(ord('a') + (number * 5) % 12)} page {number}",
+        lambda number: "glacier report" if number % 3 == 0 else "meadow",
     )
-    for number in range(12):
-        container = folder if number % 4 == 0 else portal
-        page = api.content.create(
-            container=container,
-            type="Document",
-            id=f"page-{number:02d}",
-            title=f"{chr(ord('a') + (number * 5) % 12)} page {number}",
-            subject=SUBJECTS[: number % 4],
-            description="glacier report" if number % 3 == 0 else "meadow",
-        )
-        if number % 2 == 0:
-            api.content.transition(obj=page, transition="publish")
-    api.content.transition(obj=folder, transition="publish")
-    transaction.commit()
 
 
 def _paths(results) -> list[str]:
