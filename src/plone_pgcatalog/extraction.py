@@ -166,6 +166,21 @@ class CatalogPatch(_SourceText):
     def path_depth(self) -> int:
         return path_depth(self.path)
 
+    @classmethod
+    def removing(cls, zoid: int, path: str, name: str) -> CatalogPatch:
+        """The patch that takes index ``name``'s value out of a row (its
+        words, for SearchableText)."""
+        text = name == "SearchableText"
+        return cls(
+            zoid=zoid,
+            path=path,
+            values={},
+            removed=() if text else (name,),
+            meta={},
+            update_metadata=False,
+            text_given=text,
+        )
+
     def as_new_row(self) -> CatalogRow:
         """The row of an object that has none: this patch's values only."""
         return CatalogRow(

@@ -43,11 +43,13 @@ from Acquisition import Implicit
 from BTrees.IIBTree import IITreeSet
 from BTrees.IIBTree import intersection
 from BTrees.LLBTree import LLTreeSet
+from collections import Counter
 from collections.abc import Callable
 from collections.abc import Mapping
 from DateTime import DateTime
 from plone_pgcatalog import snapshots
 from plone_pgcatalog.errors import PGCatalogConfigurationError
+from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.extraction import indexable
 from plone_pgcatalog.interfaces import IPGCatalogTool
 from plone_pgcatalog.paths import path_clause
@@ -350,6 +352,21 @@ class IndexView(Implicit):
         return self._wrapped_definition()
 
 
+def _on_btrees(name: str, instead: str):
+    """A method of ZCatalog's index that works on its BTrees, which hold
+    nothing here: it raises ``PGCatalogError`` naming what to call
+    ``instead``."""
+
+    def method(self, *args, **kw):
+        raise PGCatalogError(
+            f"index {self._name!r}: {name} works on ZCatalog's BTrees, which"
+            f" hold no data here (the catalog is in PostgreSQL); use {instead}"
+        )
+
+    method.__name__ = name
+    return method
+
+
 class DataIndexView(IndexView):
     """What every index type with data in PostgreSQL answers alike."""
 
@@ -372,6 +389,18 @@ class DataIndexView(IndexView):
             "_depth",
         }
     )
+
+    # ZCatalog's steps of its own indexing and searching, on its BTrees:
+    # the definition's are empty, so they would answer nothing or write
+    # into the ZODB.  Methods that raise, not missing names: acquisition
+    # would find the catalog's ``search`` for a missing one.
+    insertForwardIndexEntry = _on_btrees("insertForwardIndexEntry", "index_object")
+    removeForwardIndexEntry = _on_btrees("removeForwardIndexEntry", "unindex_object")
+    unindex_objectKeywords = _on_btrees("unindex_objectKeywords", "unindex_object")
+    insertEntry = _on_btrees("insertEntry", "index_object")
+    histogram = _on_btrees("histogram", "uniqueValues(withLengths=True)")
+    search = _on_btrees("search", "the catalog's searchResults")
+    query = _on_btrees("query", "the catalog's searchResults")
 
     # -- helpers ----------------------------------------------------------------
 
@@ -439,6 +468,37 @@ class DataIndexView(IndexView):
     def indexSize(self) -> int:
         """The number of distinct values (ZCatalog's ``len(index)``)."""
         return len(self)
+
+    @security.protected(manage_zcatalog_indexes)
+    def getCounter(self) -> int:
+        """Changes with every change of the index: the catalog's counter
+        (``getCounter``), which changes with every change of the catalog."""
+        return _tool_of(self.__dict__["_catalog"], self._name).getCounter()
+
+    # -- writes: the tool's, at commit ---------------------------------------------
+
+    @security.protected(manage_zcatalog_indexes)
+    def index_object(self, documentId, obj, threshold=None) -> int:
+        """Index ``obj`` (as given: its own attributes, or a wrapper's) in
+        this index only, at commit, as ZCatalog's ``index_object``.
+        ``documentId`` is the object's record id (its oid here).  1 if the
+        object gives the index a value (ZCatalog: if the value changed),
+        else 0."""
+        tool = _tool_of(self.__dict__["_catalog"], self._name)
+        return tool.index_one(self._name, documentId, obj)
+
+    @security.protected(manage_zcatalog_indexes)
+    def unindex_object(self, documentId) -> None:
+        """Remove record id ``documentId``'s value of this index, at commit
+        (nothing if there is no such row, as ZCatalog)."""
+        _tool_of(self.__dict__["_catalog"], self._name).unindex_one(
+            self._name, documentId
+        )
+
+    @security.protected(manage_zcatalog_indexes)
+    def clear(self) -> None:
+        """Empty the index for every object, at commit (``clearIndex``)."""
+        _tool_of(self.__dict__["_catalog"], self._name).clearIndex(self._name)
 
     @security.protected(manage_zcatalog_indexes)
     def keyForDocument(self, documentId):
@@ -687,6 +747,12 @@ class ValueIndexView(DataIndexView):
         return len(self._values(self._rows()))
 
     # -- IUniqueValueIndex ---------------------------------------------------------
+
+    @security.protected(manage_zcatalog_indexes)
+    def histogram(self) -> dict[int, int]:
+        """``{number of objects: how many values have that many}``, as
+        ZCatalog's ``histogram`` (a UUIDIndex's: every value has one)."""
+        return dict(Counter(count for _, count in self.uniqueValues(withLengths=True)))
 
     @security.protected(manage_zcatalog_indexes)
     def hasUniqueValuesFor(self, name) -> bool:

@@ -228,23 +228,12 @@ def clear_index(tool, name: str, pghandler=None) -> int:
         raise KeyError(name)
     if name == "path":
         raise ValueError("index 'path' cannot be cleared: it is the rows' own column")
-    text = name == "SearchableText"
     rows = [(brain.getRID(), brain.getPath()) for brain in tool.searchAll()]
     if pghandler:
         pghandler.init(f"clearing {name}", len(rows))
     pending = tool.pending_changes()
     for i, (zoid, path) in enumerate(rows, 1):
-        pending.patch(
-            CatalogPatch(
-                zoid=zoid,
-                path=path,
-                values={},
-                removed=() if text else (name,),
-                meta={},
-                update_metadata=False,
-                text_given=text,
-            )
-        )
+        pending.patch(CatalogPatch.removing(zoid, path, name))
         if pghandler:
             pghandler.report(i)
     if pghandler:

@@ -44,6 +44,7 @@ from plone_pgcatalog.conflicts import read_current_order
 from plone_pgcatalog.conflicts import read_replaced_paths
 from plone_pgcatalog.definitions import CatalogDefinitions
 from plone_pgcatalog.definitions import IndexesView
+from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import extract_patch
 from plone_pgcatalog.extraction import extract_row
 from plone_pgcatalog.extraction import indexable
@@ -377,7 +378,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
                 read_metadata=bool(update_metadata) or not self._has_row(zoid, path),
             )
             self.pending_changes().patch(patch)
-            return
+            return patch
         row = extract_row(
             zoid,
             path,
@@ -389,6 +390,37 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         # ``pghandler`` is ZCatalog's signature; progress is reported by the
         # loops that catalog many objects (maintenance.py), as in ZCatalog.
         self.pending_changes().catalog(row)
+
+    @security.private
+    def index_one(self, name: str, rid, obj) -> int:
+        """An index view's ``index_object``: ``obj``'s value of index
+        ``name`` (as given, without indexers) merged into its row at
+        commit; 1 if it has one, else 0.  ``rid`` must be its record id."""
+        path = "/".join(obj.getPhysicalPath())
+        unwrap = getattr(obj, "_getWrappedObject", None)
+        zoid = self._zoid_of(unwrap() if unwrap is not None else obj, path)
+        if zoid is None or zoid != _record_id(rid):
+            raise ValueError(
+                f"index {name!r}: record id {rid!r} is not the one of the object"
+                f" at {path} ({zoid}); a record id here is the object's oid"
+                " (getrid gives it)"
+            )
+        patch = self._catalog_object(obj, path, [name], 0, plain=True)
+        return int(patch is not None and name in patch.values)
+
+    @security.private
+    def unindex_one(self, name: str, rid) -> None:
+        """An index view's ``unindex_object``: index ``name``'s value out
+        of record id ``rid``'s row at commit; nothing if the site has no
+        such row."""
+        if name not in self._catalog.indexes:
+            raise KeyError(name)
+        rid = _record_id(rid)
+        try:
+            path = self.getpath(rid)
+        except KeyError:
+            return
+        self.pending_changes().patch(CatalogPatch.removing(rid, path, name))
 
     def _catalog_of_its_site(self, content, path: str):
         """The catalog of another site that ``content`` (at ``path``, not
@@ -969,6 +1001,13 @@ def _back_to_zmi(
     """Back to a ZMI tab showing ``message``: the Advanced tab, as
     ZCatalog's maintenance buttons lead (or ``page``)."""
     RESPONSE.redirect(f"{URL1}/{page}?manage_tabs_message={quote(message)}")
+
+
+def _record_id(rid) -> int:
+    """``rid`` as a record id (an int), or ValueError naming it."""
+    if isinstance(rid, bool) or not isinstance(rid, int):
+        raise ValueError(f"record id {rid!r}: an int is needed (getrid gives it)")
+    return rid
 
 
 def _merge(query, kw: dict) -> dict:

@@ -297,6 +297,47 @@ def _catalog_writes(catalog, portal):
     return gone, found, unrestricted, indexed, emptied
 
 
+# -- the index objects' data methods ------------------------------------------------
+
+
+def _index_clear(catalog, portal):
+    catalog._catalog.getIndex("Subject").clear()
+    outcome = _paths(catalog(Subject="alpha")), len(catalog(portal_type="Document"))
+    transaction.abort()
+    return outcome
+
+
+def _index_object(catalog, portal):
+    index = catalog._catalog.getIndex("Subject")
+    page = portal.unrestrictedTraverse(PAGE)
+    page.subject = ("delta",)  # not reindexed: only index_object reads it
+    indexed = index.index_object(catalog.getrid(PAGE), page)
+    found = _paths(catalog(Subject="delta"))
+    title_kept = [b.Title for b in catalog(Subject="delta")]
+    index.unindex_object(catalog.getrid(PAGE))
+    index.unindex_object(987654321)  # no such row: nothing
+    gone = _paths(catalog(Subject="delta"))
+    transaction.abort()
+    return bool(indexed), found, title_kept, gone
+
+
+def _index_histogram(catalog, portal):
+    return (
+        catalog._catalog.getIndex("Subject").histogram(),
+        catalog._catalog.getIndex("portal_type").histogram(),
+    )
+
+
+def _index_counter(catalog, portal):
+    index = catalog._catalog.getIndex("Subject")
+    before = index.getCounter()
+    page = portal.unrestrictedTraverse(PAGE)
+    page.subject = ("epsilon",)
+    page.reindexObject()
+    transaction.commit()
+    return index.getCounter() != before
+
+
 CALLS = {
     "search": _search({"portal_type": "Document"}),
     "search sorted": _search_ordered({"portal_type": "Document"}, "sortable_title"),
@@ -337,6 +378,11 @@ CALLS = {
     "_catalog.uids[missing]": _catalog_uid_missing,
     "_catalog data": _catalog_data,
     "_catalog writes": _catalog_writes,
+    "index clear": _index_clear,
+    "index_object, unindex_object": _index_object,
+    "index histogram": _index_histogram,
+    # Last: it commits a change.
+    "index getCounter": _index_counter,
 }
 
 #: Calls whose outcome is the same for every user (no security terms).

@@ -230,3 +230,48 @@ def test_catalog_xml_removes_indexes_and_the_column_as_on_zcatalog(tmp_path):
     indexes, columns = pg["export"]
     assert not any("pgc_" in node for node in indexes)
     assert "pgc_color" not in columns
+
+
+#: ``pgc_tags`` now indexes another attribute: GenericSetup's importer
+#: clears the index (``PluggableIndexNodeAdapter``), as on ZCatalog.
+RETARGET = """\
+<?xml version="1.0"?>
+<object name="portal_catalog">
+ <index name="pgc_tags" meta_type="KeywordIndex">
+  <indexed_attr value="pgc_other_tags"/>
+ </index>
+</object>
+"""
+
+
+def _retarget(tmp_path):
+    def collect(layer) -> dict:
+        portal = layer["portal"]
+        catalog = portal.portal_catalog
+        _content(portal)
+        portal.p3.pgc_other_tags = ["b"]
+        _import(portal, tmp_path, ADD)
+        catalog.reindexIndex("pgc_tags", None)
+        transaction.commit()
+        seen = {"before": _answers(catalog)}
+        _import(portal, tmp_path, RETARGET)
+        seen["source"] = list(
+            catalog._catalog.getIndex("pgc_tags").getIndexSourceNames()
+        )
+        seen["after import"] = _answers(catalog)
+        catalog.reindexIndex("pgc_tags", None)
+        transaction.commit()
+        seen["after reindexIndex"] = _answers(catalog)
+        return seen
+
+    return collect
+
+
+def test_catalog_xml_changing_an_index_empties_it_as_on_zcatalog(tmp_path):
+    pg = collect_in("pg", _retarget(tmp_path / "pg"))
+    zc = collect_in("zcatalog", _retarget(tmp_path / "zc"))
+    assert pg == zc
+    assert pg["before"]["tag b"] == ["p1", "p2"]
+    assert pg["source"] == ["pgc_other_tags"]
+    assert pg["after import"]["tag b"] == []
+    assert pg["after reindexIndex"]["tag b"] == ["p3"]
