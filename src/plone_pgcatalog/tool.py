@@ -477,6 +477,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
     # CMFCore's queue-aware API, unchanged: it calls the methods above.
     indexObject = PloneCatalogTool.indexObject
+    _removeIndex = PloneCatalogTool._removeIndex  # upgrade steps call it
     unindexObject = CMFCatalogTool.unindexObject
     reindexObject = CMFCatalogTool.reindexObject
     _indexObject = CMFCatalogTool._indexObject

@@ -297,6 +297,14 @@ def _catalog_writes(catalog, portal):
     return gone, found, unrestricted, indexed, emptied
 
 
+def _remove_index(catalog, portal):
+    catalog._removeIndex("no_such_index")  # no error: Plone's "safe removal"
+    catalog._removeIndex("Subject")
+    outcome = "Subject" in catalog.indexes(), len(catalog(Subject="alpha"))
+    transaction.abort()
+    return outcome
+
+
 # -- the index objects' data methods ------------------------------------------------
 
 
@@ -378,6 +386,7 @@ CALLS = {
     "_catalog.uids[missing]": _catalog_uid_missing,
     "_catalog data": _catalog_data,
     "_catalog writes": _catalog_writes,
+    "_removeIndex": _remove_index,
     "index clear": _index_clear,
     "index_object, unindex_object": _index_object,
     "index histogram": _index_histogram,
