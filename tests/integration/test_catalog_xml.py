@@ -121,6 +121,15 @@ def _sql_indexes(portal) -> set[str]:
     return {name for (name,) in rows}
 
 
+def _in_both(collector, tmp_path) -> tuple[dict, dict]:
+    """What ``collector(directory)`` collects in the pg site, and in the
+    stock ZCatalog site."""
+    return (
+        collect_in("pg", collector(tmp_path / "pg")),
+        collect_in("zcatalog", collector(tmp_path / "zc")),
+    )
+
+
 def _add_and_use(tmp_path):
     """What a site answers before and after catalog.xml adds the indexes."""
 
@@ -160,8 +169,7 @@ def _add_and_use(tmp_path):
 
 
 def test_catalog_xml_adds_indexes_and_a_column_as_on_zcatalog(tmp_path):
-    pg = collect_in("pg", _add_and_use(tmp_path / "pg"))
-    zc = collect_in("zcatalog", _add_and_use(tmp_path / "zc"))
+    pg, zc = _in_both(_add_and_use, tmp_path)
     # The typed columns and their SQL indexes exist once the import's
     # transaction has committed.
     sql_indexes = pg.pop("sql indexes")
@@ -218,8 +226,7 @@ def _add_then_remove(tmp_path):
 
 
 def test_catalog_xml_removes_indexes_and_the_column_as_on_zcatalog(tmp_path):
-    pg = collect_in("pg", _add_then_remove(tmp_path / "pg"))
-    zc = collect_in("zcatalog", _add_then_remove(tmp_path / "zc"))
+    pg, zc = _in_both(_add_then_remove, tmp_path)
     sql_indexes = pg.pop("sql indexes")
     assert sql_index_name("pgc_color") not in sql_indexes
     assert sql_index_name("pgc_tags") not in sql_indexes
@@ -268,8 +275,7 @@ def _retarget(tmp_path):
 
 
 def test_catalog_xml_changing_an_index_empties_it_as_on_zcatalog(tmp_path):
-    pg = collect_in("pg", _retarget(tmp_path / "pg"))
-    zc = collect_in("zcatalog", _retarget(tmp_path / "zc"))
+    pg, zc = _in_both(_retarget, tmp_path)
     assert pg == zc
     assert pg["before"]["tag b"] == ["p1", "p2"]
     assert pg["source"] == ["pgc_other_tags"]
