@@ -92,6 +92,34 @@ def _searches(catalog, folder: str) -> dict:
     return found
 
 
+def _timezone_upgrade(portal, catalog) -> tuple:
+    """plone.app.discussion's upgrade step that gives comment dates a zone:
+    it finds them with ``portal_catalog.search`` (an AttributeError here,
+    before this catalog had it).  The dates as a site upgraded from
+    before it has them (naive), then the step; what it made of them."""
+    from plone.app.discussion.upgrades import set_timezone_on_dates
+
+    comments = catalog.unrestrictedSearchResults(portal_type="Discussion Item")
+    for brain in comments:
+        comment = brain._unrestrictedGetObject()
+        comment.creation_date = comment.creation_date.replace(tzinfo=None)
+    try:
+        set_timezone_on_dates(portal)
+    except Exception as exc:  # the outcome to compare
+        outcome = ("raised", type(exc).__name__)
+    else:
+        outcome = ("done",)
+    zones = sorted(
+        (
+            b._unrestrictedGetObject().text,
+            b._unrestrictedGetObject().creation_date.tzname(),
+        )
+        for b in comments
+    )
+    transaction.abort()
+    return outcome, zones
+
+
 def _phases(layer, batched: bool = False) -> dict:
     portal = layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
@@ -107,6 +135,7 @@ def _phases(layer, batched: bool = False) -> dict:
     _add_comments(portal)
     transaction.commit()
     phases = {"added": _searches(catalog, "news")}
+    phases["timezone upgrade step"] = _timezone_upgrade(portal, catalog)
 
     with api.env.adopt_roles(["Manager"]):
         api.content.rename(obj=portal["news"], new_id="press")
@@ -171,3 +200,13 @@ def test_the_health_check_counts_comments_as_content(phases):
     missing, orphan, stale, rows = pgcatalog["verified"]
     assert (missing, orphan, stale) == ([], [], [])
     assert rows >= 3 + len(COMMENTS) - 1
+
+
+def test_the_timezone_upgrade_step_finds_the_comments_as_on_zcatalog(phases):
+    """plone.app.discussion's ``set_timezone_on_dates`` reads the catalog
+    with ``search``: it runs as on ZCatalog and dates every comment."""
+    zcatalog, pgcatalog = phases
+    outcome, zones = pgcatalog["timezone upgrade step"]
+    assert (outcome, zones) == zcatalog["timezone upgrade step"]
+    assert outcome == ("done",) and len(zones) == len(COMMENTS)
+    assert {zone for _, zone in zones} == {"UTC"}
