@@ -288,10 +288,9 @@ class PGCatalogFixture(Layer):
         )
         zca.pushGlobalRegistry()
         xmlconfig.file("configure.zcml", plone_pgcatalog, context=context)
-        # plone.restapi, a consumer of the catalog that tests drive.
-        import plone.restapi
-
-        xmlconfig.file("configure.zcml", plone.restapi, context=context)
+        # plone.restapi, a consumer of the catalog that tests drive, and
+        # plone.exportimport (it includes plone.restapi).
+        load_consumers(context)
 
         dsn = embedded.ensure_database(
             server_dsn(), f"pgcatalog_test_{os.getpid()}", fresh=True
@@ -375,14 +374,35 @@ PGCATALOG_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
 )
 
 
+def load_consumers(context) -> None:
+    """The ZCML of the catalog's consumers that Plone's test fixture does
+    not load: plone.restapi, and plone.exportimport, which a Plone site
+    loads through plone.distribution (the fixture disables autoinclude);
+    into the global registry of ``context``."""
+    from zope.configuration import xmlconfig
+
+    import plone.exportimport
+    import plone.restapi
+
+    xmlconfig.file("configure.zcml", plone.restapi, context=context)
+    xmlconfig.file("configure.zcml", plone.exportimport, context=context)
+
+
 class ZCatalogFixture(Layer):
     """The same site with Plone's stock ZCatalog, on DemoStorage."""
 
     defaultBases = (PLONE_FIXTURE,)
 
     def setUp(self):
+        from plone.testing import zca
         from plone.testing import zodb
 
+        # The consumers the PostgreSQL site has, before the site is made.
+        self["configurationContext"] = context = zca.stackConfigurationContext(
+            self.get("configurationContext")
+        )
+        zca.pushGlobalRegistry()
+        load_consumers(context)
         self["zodbDB"] = zodb.stackDemoStorage(
             self.get("zodbDB"), name="ZCatalogFixture"
         )
@@ -393,8 +413,12 @@ class ZCatalogFixture(Layer):
         zope_testing.logout()
 
     def tearDown(self):
+        from plone.testing import zca
+
         self["zodbDB"].close()
         del self["zodbDB"]
+        zca.popGlobalRegistry()
+        del self["configurationContext"]
 
 
 ZCATALOG_FIXTURE = ZCatalogFixture(name="plone_pgcatalog:ZCatalogFixture")
