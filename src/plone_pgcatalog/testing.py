@@ -23,7 +23,9 @@ PostgreSQL
 
 ``ZCATALOG_FUNCTIONAL_TESTING``
     The oracle for differential tests: the same site, built by the same
-    function, with Plone's stock ZCatalog on DemoStorage.
+    function, with Plone's stock ZCatalog on DemoStorage.  Both sites are
+    built on ``CONSUMERS_FIXTURE``: Plone's fixture with the ZCML of the
+    catalog's consumers it does not load (plone.restapi, plone.exportimport).
 
 ``PGCATALOG_DISCUSSION_TESTING``, ``ZCATALOG_DISCUSSION_TESTING``
     Both sites with plone.app.discussion's profile (an add-on since Plone
@@ -269,10 +271,50 @@ def create_site(app, extension_profiles) -> None:
     setSite(None)
 
 
+def load_consumers(context) -> None:
+    """The ZCML of the catalog's consumers that Plone's test fixture does
+    not load: plone.restapi, and plone.exportimport, which a Plone site
+    loads through plone.distribution (the fixture disables autoinclude);
+    into the global registry of ``context``."""
+    from zope.configuration import xmlconfig
+
+    import plone.exportimport
+    import plone.restapi
+
+    xmlconfig.file("configure.zcml", plone.restapi, context=context)
+    xmlconfig.file("configure.zcml", plone.exportimport, context=context)
+
+
+class ConsumersFixture(Layer):
+    """Plone's test fixture with the consumers' ZCML (``load_consumers``),
+    in a global registry of its own: the base of both sites, so that they
+    differ in their catalog only."""
+
+    defaultBases = (PLONE_FIXTURE,)
+
+    def setUp(self):
+        from plone.testing import zca
+
+        self["configurationContext"] = context = zca.stackConfigurationContext(
+            self.get("configurationContext")
+        )
+        zca.pushGlobalRegistry()
+        load_consumers(context)
+
+    def tearDown(self):
+        from plone.testing import zca
+
+        zca.popGlobalRegistry()
+        del self["configurationContext"]
+
+
+CONSUMERS_FIXTURE = ConsumersFixture(name="plone_pgcatalog:ConsumersFixture")
+
+
 class PGCatalogFixture(Layer):
     """A Plone site with this add-on on zodb-pgjsonb (see module docstring)."""
 
-    defaultBases = (PLONE_FIXTURE,)
+    defaultBases = (CONSUMERS_FIXTURE,)
 
     def setUp(self):
         from OFS.Application import AppInitializer
@@ -288,9 +330,6 @@ class PGCatalogFixture(Layer):
         )
         zca.pushGlobalRegistry()
         xmlconfig.file("configure.zcml", plone_pgcatalog, context=context)
-        # plone.restapi, a consumer of the catalog that tests drive, and
-        # plone.exportimport (it includes plone.restapi).
-        load_consumers(context)
 
         dsn = embedded.ensure_database(
             server_dsn(), f"pgcatalog_test_{os.getpid()}", fresh=True
@@ -374,35 +413,14 @@ PGCATALOG_FUNCTIONAL_TESTING = PGCatalogFunctionalTesting(
 )
 
 
-def load_consumers(context) -> None:
-    """The ZCML of the catalog's consumers that Plone's test fixture does
-    not load: plone.restapi, and plone.exportimport, which a Plone site
-    loads through plone.distribution (the fixture disables autoinclude);
-    into the global registry of ``context``."""
-    from zope.configuration import xmlconfig
-
-    import plone.exportimport
-    import plone.restapi
-
-    xmlconfig.file("configure.zcml", plone.restapi, context=context)
-    xmlconfig.file("configure.zcml", plone.exportimport, context=context)
-
-
 class ZCatalogFixture(Layer):
     """The same site with Plone's stock ZCatalog, on DemoStorage."""
 
-    defaultBases = (PLONE_FIXTURE,)
+    defaultBases = (CONSUMERS_FIXTURE,)
 
     def setUp(self):
-        from plone.testing import zca
         from plone.testing import zodb
 
-        # The consumers the PostgreSQL site has, before the site is made.
-        self["configurationContext"] = context = zca.stackConfigurationContext(
-            self.get("configurationContext")
-        )
-        zca.pushGlobalRegistry()
-        load_consumers(context)
         self["zodbDB"] = zodb.stackDemoStorage(
             self.get("zodbDB"), name="ZCatalogFixture"
         )
@@ -413,12 +431,8 @@ class ZCatalogFixture(Layer):
         zope_testing.logout()
 
     def tearDown(self):
-        from plone.testing import zca
-
         self["zodbDB"].close()
         del self["zodbDB"]
-        zca.popGlobalRegistry()
-        del self["configurationContext"]
 
 
 ZCATALOG_FIXTURE = ZCatalogFixture(name="plone_pgcatalog:ZCatalogFixture")
