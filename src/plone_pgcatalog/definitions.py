@@ -4,7 +4,9 @@ Owns ``CatalogDefinitions`` (the tool's ``_catalog``: ZCatalog's index
 objects kept as configuration only, and the metadata column names; they
 never hold data) and ``IndexesView`` (``portal_catalog.Indexes``).  Stored
 in the ZODB with the tool: ``tool`` keeps the name ``CatalogDefinitions``
-importable where existing databases recorded it.
+importable where existing databases recorded it.  ``_catalog`` also
+answers ZCatalog's ``Catalog`` data API (``_catalog[rid]``,
+``searchResults``, ``uids``...) by asking the tool it belongs to.
 
 Must not touch SQL or connections.
 """

@@ -26,8 +26,10 @@ type its value has.
 Also owns ``IndexMapping``, ``_catalog.indexes`` as readers see it (views)
 over the persistent mapping of definitions, and ``index_data`` (ZCatalog's
 ``getIndexDataForRID``).  Executes SQL on the request's read connection
-(``connection.read_connection``); must not write, and must not import the
-tool or brains (it finds the tool by acquisition).
+(``connection.read_connection``); must not write SQL (the views' writes,
+``index_object``, ``unindex_object`` and ``clear``, are the tool's pending
+changes), and must not import the tool or brains (it finds the tool by
+acquisition).
 """
 
 from __future__ import annotations
@@ -443,11 +445,15 @@ class DataIndexView(IndexView):
         found = rows.fetch(statement, params)
         return found[0][0] if found else 0
 
-    def _all_rows(self, rows: _Rows) -> list[tuple]:
+    def _all_rows(self, rows: _Rows, rids: list[int] | None = None) -> list[tuple]:
         scope, params = rows.scope()
-        statement = sql.SQL("SELECT zoid, path, {}, {} {} AND {} ORDER BY zoid").format(
-            rows.idx, self._words(), scope, self._has_value(rows)
-        )
+        among = sql.SQL("")
+        if rids is not None:
+            among = sql.SQL(" AND zoid = ANY(%s::bigint[])")
+            params = [*params, list(rids)]
+        statement = sql.SQL(
+            "SELECT zoid, path, {}, {} {} AND {}{} ORDER BY zoid"
+        ).format(rows.idx, self._words(), scope, self._has_value(rows), among)
         return rows.fetch(statement, params)
 
     # -- IPluggableIndex --------------------------------------------------------
@@ -476,28 +482,31 @@ class DataIndexView(IndexView):
         return _tool_of(self.__dict__["_catalog"], self._name).getCounter()
 
     # -- writes: the tool's, at commit ---------------------------------------------
+    # Without docstrings, so that no URL publishes them: they change the
+    # pending store, which plone.protect's check of writes does not see
+    # (a Manager's click on a link could empty an index).
 
     @security.protected(manage_zcatalog_indexes)
     def index_object(self, documentId, obj, threshold=None) -> int:
-        """Index ``obj`` (as given: its own attributes, or a wrapper's) in
-        this index only, at commit, as ZCatalog's ``index_object``.
-        ``documentId`` is the object's record id (its oid here).  1 if the
-        object gives the index a value (ZCatalog: if the value changed),
-        else 0."""
+        # ``obj`` (as given: its own attributes, or a wrapper's) into this
+        # index only, at commit, as ZCatalog's ``index_object``;
+        # ``documentId`` is the object's record id (its oid here).  1 if
+        # the object gives the index a value (ZCatalog: if the value
+        # changed), else 0.
         tool = _tool_of(self.__dict__["_catalog"], self._name)
         return tool.index_one(self._name, documentId, obj)
 
     @security.protected(manage_zcatalog_indexes)
     def unindex_object(self, documentId) -> None:
-        """Remove record id ``documentId``'s value of this index, at commit
-        (nothing if there is no such row, as ZCatalog)."""
+        # Record id ``documentId``'s value of this index out, at commit
+        # (nothing if there is no such row, as ZCatalog).
         _tool_of(self.__dict__["_catalog"], self._name).unindex_one(
             self._name, documentId
         )
 
     @security.protected(manage_zcatalog_indexes)
     def clear(self) -> None:
-        """Empty the index for every object, at commit (``clearIndex``)."""
+        # The index emptied for every object, at commit (``clearIndex``).
         _tool_of(self.__dict__["_catalog"], self._name).clearIndex(self._name)
 
     @security.protected(manage_zcatalog_indexes)
@@ -516,10 +525,12 @@ class DataIndexView(IndexView):
     def _unindex(self) -> ReverseIndex:
         return ReverseIndex(self)
 
-    def _entries(self) -> list[tuple[int, object]]:
+    def _entries(self, rids: list[int] | None = None) -> list[tuple[int, object]]:
+        """``(record id, entry)`` of every object with a value, or of those
+        of ``rids`` that have one."""
         rows = self._rows()
         entries = []
-        for row in self._all_rows(rows):
+        for row in self._all_rows(rows, rids):
             entry = self._entry_from_row(rows, row, _MISSING)
             if entry is not _MISSING:
                 entries.append((row[0], entry))
@@ -751,7 +762,8 @@ class ValueIndexView(DataIndexView):
     @security.protected(manage_zcatalog_indexes)
     def histogram(self) -> dict[int, int]:
         """``{number of objects: how many values have that many}``, as
-        ZCatalog's ``histogram`` (a UUIDIndex's: every value has one)."""
+        ZCatalog's ``histogram`` (a UUIDIndex's: ``{1: number of values}``,
+        where ZCatalog's raises ``TypeError``)."""
         return dict(Counter(count for _, count in self.uniqueValues(withLengths=True)))
 
     @security.protected(manage_zcatalog_indexes)
@@ -1052,6 +1064,11 @@ class BooleanIndexView(DataIndexView):
         return counts
 
     @security.protected(manage_zcatalog_indexes)
+    def histogram(self) -> dict[bool, int]:
+        """``{True: objects, False: objects}``, as ZCatalog's BooleanIndex."""
+        return self._counts()
+
+    @security.protected(manage_zcatalog_indexes)
     def hasUniqueValuesFor(self, name) -> bool:
         return name == self._name
 
@@ -1332,6 +1349,12 @@ class ReverseIndex:
 
     def items(self) -> list[tuple]:
         return self._view._entries()
+
+    def read(self, rids: list[int]) -> dict:
+        """``{record id: entry}`` of those of ``rids`` that have a value, in
+        one statement (not ZCatalog's: a mapping of its BTree reads one key
+        at a time for nothing)."""
+        return dict(self._view._entries(list(rids)))
 
     def keys(self) -> list[int]:
         return [rid for rid, _ in self.items()]

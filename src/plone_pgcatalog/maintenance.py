@@ -218,7 +218,8 @@ def reindex_index(tool, name, REQUEST=None, pghandler=None) -> None:
 def clear_index(tool, name: str, pghandler=None) -> int:
     """Empty index ``name`` for every row of the site, at commit (ZCatalog's
     ``clearIndex``): a search on it finds nothing until it is reindexed;
-    the other indexes and metadata stay.  The number of rows cleared.
+    the other indexes and metadata stay.  The number of rows cleared (the
+    rows that had a value).
 
     An unknown name raises ``KeyError`` as ``reindex_index`` does.
     """
@@ -228,7 +229,19 @@ def clear_index(tool, name: str, pghandler=None) -> int:
         raise KeyError(name)
     if name == "path":
         raise ValueError("index 'path' cannot be cleared: it is the rows' own column")
-    rows = [(brain.getRID(), brain.getPath()) for brain in tool.searchAll()]
+    view = tool._catalog.getIndex(name)
+    if view.numObjects() == 0:
+        # An index catalog.xml has just added (GenericSetup's importer
+        # clears it as it sets its attributes): nothing to write.
+        return 0
+    # The rows that have a value (a text index's entries are its words:
+    # every row, rather than read them all).
+    held = None if name == "SearchableText" else set(view.referencedObjects())
+    rows = [
+        (brain.getRID(), brain.getPath())
+        for brain in tool.searchAll()
+        if held is None or brain.getRID() in held
+    ]
     if pghandler:
         pghandler.init(f"clearing {name}", len(rows))
     pending = tool.pending_changes()

@@ -517,7 +517,7 @@ def _int(query: dict, key: str, default):
     return max(min(number, _BIGGEST), -_BIGGEST)
 
 
-def _sort_attr(query: dict, name: str):
+def sort_attr(query: dict, name: str):
     """``sort-on`` or ``sort_on`` (ZCatalog accepts both spellings)."""
     value = query.get(f"sort-{name}")
     return value if value is not None else query.get(f"sort_{name}")
@@ -672,7 +672,7 @@ def build_query(
     clauses += sort_clauses
     # Sorted on an index (even one every row has a value in, such as the
     # path, which adds no clause), or ranked by relevance.
-    if _as_list(_sort_attr(query, "on")) or score is None:
+    if _as_list(sort_attr(query, "on")) or score is None:
         score, score_params = None, ()
     else:
         # ZCatalog orders a full-text result by relevance when it is not
@@ -681,9 +681,9 @@ def build_query(
         sort_keys = []
 
     b_size = _int(query, "b_size", None)
-    if b_size is None and _sort_attr(query, "limit"):
+    if b_size is None and sort_attr(query, "limit"):
         # ZCatalog: ``sort_limit`` stands for ``b_size`` when there is none.
-        b_size = _int({"sort_limit": _sort_attr(query, "limit")}, "sort_limit", None)
+        b_size = _int({"sort_limit": sort_attr(query, "limit")}, "sort_limit", None)
     # ZCatalog reads b_start only for a window, and slices its result list
     # with it: negative values count from the end, done here in Python.
     b_start = _int(query, "b_start", 0) if b_size is not None else 0
@@ -698,7 +698,7 @@ def build_query(
     plan_kept = (
         key is not None
         and plannable
-        and _as_list(_sort_attr(query, "on")) in ([], [POSITION])
+        and _as_list(sort_attr(query, "on")) in ([], [POSITION])
     )
     where = sql.SQL(" AND ").join(clauses or [sql.SQL("TRUE")])
     if plan_kept:
@@ -790,8 +790,8 @@ def _order_by(query: dict, indexes: dict, context: QueryContext):
     its position among them, the two disjoint clauses it is made of
     (``SearchSQL.count_parts``) and, where it is the first sort key,
     ``(column, reverse)`` (``SearchSQL.edge``), or None."""
-    sort_on = _as_list(_sort_attr(query, "on"))
-    orders = _as_list(_sort_attr(query, "order"))
+    sort_on = _as_list(sort_attr(query, "on"))
+    orders = _as_list(sort_attr(query, "order"))
     terms: list[tuple] = []
     must_have: list[sql.Composable] = []
     split = None

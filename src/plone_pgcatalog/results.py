@@ -31,6 +31,7 @@ from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
 from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.query import sort_attr
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
@@ -122,9 +123,17 @@ def search_results(
     )
 
 
-#: The keys of a query that ZCatalog's ``search`` does not read: its
-#: arguments say how to sort.
-_SORT_KEYS = ("sort_on", "sort_order", "sort_limit")
+#: The keys of a query that ZCatalog's ``search`` does not read (in both
+#: spellings, ``query.sort_attr``): its arguments say how to sort.
+_SORT_KEYS = tuple(
+    f"sort{sep}{what}" for sep in "_-" for what in ("on", "order", "limit")
+)
+
+
+def sort_on(query: dict):
+    """The query's ``sort-on`` or ``sort_on``, as ZCatalog's
+    ``searchResults`` reads it."""
+    return sort_attr(query, "on")
 
 
 def search_query(query: dict, sort_index, reverse, limit) -> dict:
@@ -145,11 +154,12 @@ def search_query(query: dict, sort_index, reverse, limit) -> dict:
     return converted
 
 
-def unmerged(catalog, found: LazyResults, sort_index, getter):
+def unmerged(catalog, found: LazyResults, sort_index):
     """ZCatalog's ``search`` result with ``merge`` false, from the merged
     one (``found``), for ``Catalog.mergeResults``, which sorts the results
-    of several catalogs together and gets each brain by ``getter``
-    (``_catalog[rid]``):
+    of several catalogs together and gets each brain by the getter of the
+    entries (ZCatalog's ``_catalog.__getitem__``; here one that gives the
+    brains of ``found``, by record id or ``(1, score, rid)``):
 
     - sorted (``sort_index``: a name or a list of them): ``(key, rid,
       getter)`` per result, ``key`` the index's value for the object (a
@@ -158,9 +168,14 @@ def unmerged(catalog, found: LazyResults, sort_index, getter):
     - searched for words, unsorted: ``(score, (1, score, rid), getter)``;
     - otherwise the results themselves, as ZCatalog gives them.
 
-    The keys are read in one statement per sort index."""
+    The keys of the results are read in one statement per sort index."""
+    brains = list(found)
+    by_rid = {brain.getRID(): brain for brain in brains}
+
+    def getter(entry):
+        return by_rid[entry[2] if isinstance(entry, tuple) else entry]
+
     if sort_index is None:
-        brains = list(found)
         if not brains or brains[0].data_record_score_ is None:
             return found
         return [
@@ -168,11 +183,13 @@ def unmerged(catalog, found: LazyResults, sort_index, getter):
             for b in brains
         ]
     names = sort_index if isinstance(sort_index, (list, tuple)) else [sort_index]
-    keys = [dict(catalog._catalog.getIndex(name)._unindex.items()) for name in names]
+    keys = [
+        catalog._catalog.getIndex(name).documentToKeyMap().read(by_rid)
+        for name in names
+    ]
     rows = []
-    for brain in found:
-        rid = brain.getRID()
-        values = tuple(by_rid.get(rid) for by_rid in keys)
+    for rid in by_rid:
+        values = tuple(key_of.get(rid) for key_of in keys)
         rows.append((values if len(names) > 1 else values[0], rid, getter))
     return rows
 

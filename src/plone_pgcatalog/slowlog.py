@@ -51,7 +51,7 @@ class Shape:
     count: int = 0
     total_ms: float = 0.0
     max_ms: float = 0.0
-    #: the last slow run; ``rows`` None: it failed (``error``)
+    #: the last slow run: its time, query, rows (None: it failed, ``error``)
     last_ms: float = 0.0
     query: str = ""
     rows: int | None = 0

@@ -333,13 +333,14 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         unless ``update_metadata`` is false), as ZCatalog does; the object
         itself is not stored again.
         """
-        return self._catalog_object(obj, uid, idxs, update_metadata)
+        self._catalog_object(obj, uid, idxs, update_metadata)
 
     @security.private
     def _catalog_object(self, obj, uid, idxs, update_metadata, plain=False):
         """``catalog_object``; with ``plain``, the object's own attributes
         are indexed, without plone.indexer's indexers (ZCatalog's
-        ``_catalog.catalogObject``)."""
+        ``_catalog.catalogObject``).  The patch of a partial reindex
+        (``idxs``), for ``index_one``."""
         wrapped = obj if plain else indexable(obj, self)
         content = obj
         if wrapped is obj:
@@ -513,6 +514,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         contract: GenericSetup steps and upgrades call it inside theirs),
         logging count, rate and ETA.  Memory grows with the site until the
         commit: where the caller owns the transaction, ``rebuild``."""
+        check_if_published(self, "clearFindAndRebuild")
         maintenance.clear_find_and_rebuild(self, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
@@ -520,6 +522,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         """``clearFindAndRebuild`` committing every ``batch_size`` objects
         (flat memory; readers keep the complete catalog); it commits the
         current transaction.  The number of objects cataloged."""
+        check_if_published(self, "rebuild")
         return maintenance.rebuild(self, batch_size=batch_size, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
@@ -551,6 +554,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         """Empty index ``name`` for every object, at commit: a search on it
         finds nothing until it is reindexed (ZCatalog's; KeyError for an
         unknown name)."""
+        check_if_published(self, "clearIndex")
         maintenance.clear_index(self, name)
 
     # -- maintenance -------------------------------------------------------------
@@ -560,11 +564,13 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def refreshCatalog(self, clear=0, pghandler=None) -> None:
         """Catalog again every object the catalog holds; drop the rows of
         objects that no longer exist."""
+        check_if_published(self, "refreshCatalog")
         maintenance.refresh_catalog(self, clear=clear, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
     def reindexIndex(self, name, REQUEST=None, pghandler=None) -> None:
         """Read index ``name`` (or names) again for every cataloged object."""
+        check_if_published(self, "reindexIndex")
         maintenance.reindex_index(self, name, REQUEST, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
@@ -723,15 +729,15 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
     @security.protected(search_zcatalog)
     def search(self, query, sort_index=None, reverse=0, limit=None, merge=1):
-        """ZCatalog's programmatic search, with the security terms Plone's
-        ``CatalogTool.search`` adds (written into ``query``, as Plone
-        does; inactive content only where ``allow_inactive`` says so:
-        ``show_inactive`` is not read here).  ``query``'s own ``sort_on``,
-        ``sort_order`` and ``sort_limit`` are not read: the results are
-        sorted on index ``sort_index`` (a name), in reverse if
-        ``reverse``, and ``limit`` is ``sort_limit``.  With ``merge``
-        false, ZCatalog's raw form for ``Catalog.mergeResults`` (see
-        ``results.unmerged``)."""
+        # No docstring, as Plone's: not published through the web.
+        # ZCatalog's programmatic search, with the security terms Plone's
+        # ``CatalogTool.search`` adds (written into ``query``, as Plone
+        # does; inactive content only where ``allow_inactive`` says so:
+        # ``show_inactive`` is not read here).  ``query``'s own sort keys
+        # are not read (``results.search_query``): the results are sorted
+        # on index ``sort_index`` (a name), in reverse if ``reverse``, and
+        # ``limit`` is ``sort_limit``.  With ``merge`` false, ZCatalog's
+        # raw form for ``Catalog.mergeResults`` (``results.unmerged``).
         processQueue()
         query["allowedRolesAndUsers"] = self._listAllowedRolesAndUsers(
             _getAuthenticatedUser(self)
@@ -751,7 +757,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         found = search_results(self, query)
         if merge:
             return found
-        return results.unmerged(self, found, sort_index, self._catalog.__getitem__)
+        return results.unmerged(self, found, sort_index)
 
     @security.protected(search_zcatalog)
     def facet_counts(self, query=None, facets=(), include_zero=False, **kw):
@@ -934,9 +940,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def _unrestricted_unmerged(self, query: dict):
         """ZCatalog's ``Catalog.searchResults(query, _merge=False)``."""
         found = search_results(self, query)
-        return results.unmerged(
-            self, found, query.get("sort_on") or None, self._catalog.__getitem__
-        )
+        return results.unmerged(self, found, results.sort_on(query) or None)
 
     # Private in Plone (``CMFPlone.earlypatches.security``): they traverse
     # without checks.

@@ -299,3 +299,69 @@ def test_a_zmi_button_leads_to_a_page_that_shows_its_message(
         assert browser.headers["status"].startswith("200")
         assert browser.url.startswith(f"http://nohost/plone/portal_catalog/{page}?")
         assert message in browser.contents
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "clearIndex?name=Subject",
+        "reindexIndex?name=Subject",
+        "refreshCatalog",
+        "clearFindAndRebuild",
+        "rebuild",
+    ],
+)
+def test_maintenance_called_by_url_needs_a_post_with_the_authenticator(pg_layer, call):
+    """ZCatalog's maintenance methods, called through a URL: a link a
+    Manager follows (a GET) or a form of another site (no authenticator)
+    is refused; plone.protect does not see the pending changes they make."""
+    from plone.app.testing import SITE_OWNER_NAME
+    from plone.app.testing import SITE_OWNER_PASSWORD
+    from tests.integration.test_real_consumers import browser_for
+    from zExceptions import Forbidden
+
+    _pages(pg_layer["portal"])
+    transaction.commit()
+    url = f"http://nohost/plone/portal_catalog/{call}"
+    with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
+        with pytest.raises(Forbidden):
+            browser.open(url)
+        with pytest.raises(Forbidden):
+            browser.post(url, "")
+
+
+def test_clear_index_by_a_form_with_the_authenticator(pg_layer):
+    from plone.app.testing import SITE_OWNER_NAME
+    from plone.app.testing import SITE_OWNER_PASSWORD
+    from tests.integration.test_real_consumers import browser_for
+
+    portal = pg_layer["portal"]
+    _pages(portal)
+    transaction.commit()
+    catalog = portal.portal_catalog
+    assert len(catalog.unrestrictedSearchResults(portal_type="Document")) > 0
+    with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
+        browser.open("http://nohost/plone/portal_catalog/manage_catalogAdvanced")
+        token = browser.getControl(name="_authenticator", index=0).value
+        browser.post(
+            "http://nohost/plone/portal_catalog/clearIndex",
+            f"name=portal_type&_authenticator={token}",
+        )
+    transaction.begin()
+    assert len(catalog.unrestrictedSearchResults(portal_type="Document")) == 0
+
+
+def test_search_and_the_index_objects_writes_are_not_published():
+    """Without docstrings, as Plone's ``search``: ZPublisher publishes no
+    method without one (a URL to them is refused: "empty or missing
+    docstring")."""
+    from plone_pgcatalog.indexes import DataIndexView
+    from plone_pgcatalog.tool import PGCatalogTool
+
+    for method in (
+        PGCatalogTool.search,
+        DataIndexView.clear,
+        DataIndexView.index_object,
+        DataIndexView.unindex_object,
+    ):
+        assert not method.__doc__, method
