@@ -259,6 +259,17 @@ def test_manage_catalog_clear_redirects(pg_layer):
     assert _paths(catalog) == []
 
 
+def _refused_without_the_authenticator(browser, url: str) -> None:
+    """A GET of ``url``, and a POST without plone.protect's authenticator,
+    are refused."""
+    from zExceptions import Forbidden
+
+    with pytest.raises(Forbidden):
+        browser.open(url)
+    with pytest.raises(Forbidden):
+        browser.post(url, "")
+
+
 @pytest.mark.parametrize(
     "button, message, page",
     [
@@ -283,16 +294,12 @@ def test_a_zmi_button_leads_to_a_page_that_shows_its_message(
     from plone.app.testing import SITE_OWNER_NAME
     from plone.app.testing import SITE_OWNER_PASSWORD
     from tests.integration.test_real_consumers import browser_for
-    from zExceptions import Forbidden
 
     _pages(pg_layer["portal"])
     transaction.commit()
     url = f"http://nohost/plone/portal_catalog/{button}"
     with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
-        with pytest.raises(Forbidden):
-            browser.open(url)
-        with pytest.raises(Forbidden):
-            browser.post(url, "")
+        _refused_without_the_authenticator(browser, url)
         browser.open("http://nohost/plone/portal_catalog/manage_catalogAdvanced")
         token = browser.getControl(name="_authenticator", index=0).value
         browser.post(url, f"_authenticator={token}")
@@ -318,16 +325,12 @@ def test_maintenance_called_by_url_needs_a_post_with_the_authenticator(pg_layer,
     from plone.app.testing import SITE_OWNER_NAME
     from plone.app.testing import SITE_OWNER_PASSWORD
     from tests.integration.test_real_consumers import browser_for
-    from zExceptions import Forbidden
 
     _pages(pg_layer["portal"])
     transaction.commit()
     url = f"http://nohost/plone/portal_catalog/{call}"
     with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
-        with pytest.raises(Forbidden):
-            browser.open(url)
-        with pytest.raises(Forbidden):
-            browser.post(url, "")
+        _refused_without_the_authenticator(browser, url)
 
 
 def test_clear_index_by_a_form_with_the_authenticator(pg_layer):
