@@ -322,13 +322,16 @@ def query_report(tool, limit: int = 20) -> QueryReport:
             except psycopg.Error as error:
                 note = f"pg_stat_statements cannot be read: {error}".strip()
     return QueryReport(
-        slowlog.threshold_ms(tool), slowlog.LOG.shapes(), statements, note
+        slowlog.threshold_ms(tool),
+        slowlog.LOG.shapes(tool.site_path()),
+        statements,
+        note,
     )
 
 
 def explain(tool, key: str) -> tuple[slowlog.Shape, list[str]]:
     """A slow shape and the plan of its last slow run, run again."""
-    shape = slowlog.LOG.get(key)
+    shape = slowlog.LOG.get(key, tool.site_path())
     if shape is None:
         raise KeyError(key)
     with connection.reading(tool) as conn:

@@ -4,7 +4,9 @@ Owns the threshold's reading (the tool's ``slow_query_ms`` property: a
 number of milliseconds; ``-1`` turns the log off, ``0`` logs every search,
 as PostgreSQL's ``log_min_duration_statement``), the one log line a slow
 search writes, and this process's report of the slow query *shapes*: one
-entry per SQL text (values are parameters, so one text per shape), with
+entry per site and SQL text (values are parameters, so one text per
+shape; a site's report shows its own searches, whose values are its
+users'), with
 the number of slow runs, their mean and maximum, and the last run's query,
 statement and parameters, so that an operator can see its plan
 (``explain``).
@@ -48,6 +50,8 @@ class Shape:
     __allow_access_to_unprotected_subobjects__ = True  # page templates
 
     sql: str
+    #: the path of the site whose catalog ran it (each site sees its own)
+    site: str = ""
     count: int = 0
     total_ms: float = 0.0
     max_ms: float = 0.0
@@ -78,11 +82,12 @@ class Shape:
 
 
 class SlowQueryLog:
-    """This process's slow query shapes (thread-safe)."""
+    """This process's slow query shapes, per site (thread-safe): a site's
+    report shows its own searches only (their values are its users')."""
 
     def __init__(self, max_shapes: int = MAX_SHAPES):
         self._lock = threading.Lock()
-        self._shapes: dict[str, Shape] = {}
+        self._shapes: dict[tuple[str, str], Shape] = {}
         self._max = max_shapes
 
     def record(
@@ -94,17 +99,19 @@ class SlowQueryLog:
         rows: int | None,
         error: str = "",
         kept: bool = False,
+        site: str = "",
     ) -> Shape:
         text = statement.as_string(None)
         if len(repr(params)) > MAX_PARAMS_CHARS:
             params = None
         with self._lock:
-            shape = self._shapes.get(text)
+            shape = self._shapes.get((site, text))
             if shape is None:
                 if len(self._shapes) >= self._max:
+                    # The bound is the process's: the fastest of any site.
                     fastest = min(self._shapes.values(), key=lambda s: s.max_ms)
-                    del self._shapes[fastest.sql]
-                shape = self._shapes[text] = Shape(text)
+                    del self._shapes[fastest.site, fastest.sql]
+                shape = self._shapes[site, text] = Shape(text, site)
             shape.count += 1
             shape.total_ms += ms
             shape.max_ms = max(shape.max_ms, ms)
@@ -118,26 +125,31 @@ class SlowQueryLog:
         )
         return shape
 
-    def shapes(self) -> list[Shape]:
-        """The shapes, slowest first (by maximum)."""
+    def shapes(self, site: str | None = None) -> list[Shape]:
+        """The shapes of the site at path ``site`` (None: of all sites),
+        slowest first (by maximum)."""
         with self._lock:
-            return sorted(self._shapes.values(), key=lambda s: -s.max_ms)
+            found = [s for s in self._shapes.values() if site in (None, s.site)]
+        return sorted(found, key=lambda s: -s.max_ms)
 
-    def get(self, key: str) -> Shape | None:
-        with self._lock:
-            return next((s for s in self._shapes.values() if s.key == key), None)
+    def get(self, key: str, site: str | None = None) -> Shape | None:
+        return next((s for s in self.shapes(site) if s.key == key), None)
 
-    def clear(self) -> None:
+    def clear(self, site: str | None = None) -> None:
+        """Forget the shapes of the site at path ``site`` (None: all)."""
         with self._lock:
-            self._shapes.clear()
+            for shape in list(self._shapes.values()):
+                if site in (None, shape.site):
+                    del self._shapes[shape.site, shape.sql]
 
 
 #: The log of this process.
 LOG = SlowQueryLog()
 
 
-def zcatalog_report(log: SlowQueryLog) -> list[dict]:
-    """The shapes of ``log`` as ZCatalog's ``getCatalogReport`` gives its
+def zcatalog_report(log: SlowQueryLog, site: str) -> list[dict]:
+    """The shapes of ``log`` of the site at path ``site``, as ZCatalog's
+    ``getCatalogReport`` gives its
     slow queries, slowest mean first: ``{"query": the last run's query,
     "counter": runs, "duration": mean ms, "last": {"duration": ms,
     "details": []}}``.  ZCatalog's details time each index of the last
@@ -149,7 +161,7 @@ def zcatalog_report(log: SlowQueryLog) -> list[dict]:
             "duration": shape.mean_ms,
             "last": {"duration": shape.last_ms, "details": []},
         }
-        for shape in log.shapes()
+        for shape in log.shapes(site)
     ]
     report.sort(key=lambda entry: entry["duration"], reverse=True)
     return report
@@ -172,7 +184,9 @@ def observe(
     limit = threshold_ms(catalog)
     if limit < 0 or ms < limit:
         return
-    LOG.record(ms, *describe(), error=error, kept=kept)
+    site_path = getattr(catalog, "site_path", None)
+    site = site_path() if callable(site_path) else ""
+    LOG.record(ms, *describe(), error=error, kept=kept, site=site)
 
 
 #: Names of the statements ``explain`` prepares, one per explanation.

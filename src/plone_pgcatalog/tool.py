@@ -636,9 +636,9 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_entries)
     def manage_resetCatalogReport(self, REQUEST=None):
-        """Forget this process's slow searches (ZCatalog's)."""
+        """Forget this site's slow searches (ZCatalog's)."""
         check_if_published(self, "manage_resetCatalogReport")
-        slowlog.LOG.clear()
+        slowlog.LOG.clear(self.site_path())
         if REQUEST is not None:
             _back_to_zmi(
                 REQUEST.response, REQUEST.URL1, "Report cleared", "manage_catalogReport"
@@ -969,9 +969,9 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_entries)
     def getCatalogReport(self) -> list[dict]:
-        """The slow searches of this process (the Query Report tab), in
-        ZCatalog's form (``slowlog.zcatalog_report``)."""
-        return slowlog.zcatalog_report(slowlog.LOG)
+        """The slow searches of this site in this process (the Query
+        Report tab), in ZCatalog's form (``slowlog.zcatalog_report``)."""
+        return slowlog.zcatalog_report(slowlog.LOG, self.site_path())
 
     @security.protected(search_zcatalog)
     def getrid(self, path: str, default=None):

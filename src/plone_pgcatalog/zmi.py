@@ -353,9 +353,9 @@ class CatalogManagement:
 
     @security.protected(manage_zcatalog_entries)
     def manage_clearQueryReport(self, REQUEST=None):
-        """Forget the slow query shapes of this process."""
+        """Forget this site's slow query shapes (of this process)."""
         check_request(REQUEST)
-        slowlog.LOG.clear()
+        slowlog.LOG.clear(self.site_path())
         return self._back("manage_catalogReport", "Query report cleared")
 
     def _back(self, page: str, message: str) -> str:

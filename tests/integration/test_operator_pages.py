@@ -80,6 +80,33 @@ def test_a_search_slower_than_the_threshold_is_logged_once_and_kept(pg_layer, ca
     assert shape.max_ms >= shape.mean_ms > 0
 
 
+def test_each_site_reports_and_clears_its_own_slow_searches(pg_layer):
+    """Several sites in one Zope process share the log; a site's report
+    (the ZMI tab, the control panel, ZCatalog's ``getCatalogReport``)
+    shows its own searches only: their values are its users'."""
+    from plone_pgcatalog.testing import add_second_site
+    from zope.component.hooks import setSite
+
+    portal = pg_layer["portal"]
+    catalog = _content(portal)
+    second = add_second_site(pg_layer["app"])
+    transaction.commit()
+    catalog.slow_query_ms = second.portal_catalog.slow_query_ms = 0
+    second.portal_catalog(SearchableText="secret words of the second site")
+    setSite(portal)
+    catalog(portal_type="News Item")
+    [ours] = overview.query_report(catalog).shapes
+    assert "News Item" in ours.query
+    assert [e["query"] for e in catalog.getCatalogReport()] == [ours.query]
+    with pytest.raises(KeyError):
+        theirs = slowlog.LOG.shapes("/second")[0]
+        overview.explain(catalog, theirs.key)
+    catalog.manage_resetCatalogReport()
+    assert catalog.getCatalogReport() == []
+    [theirs] = second.portal_catalog.getCatalogReport()
+    assert "secret words" in theirs["query"]
+
+
 def test_fast_searches_and_a_log_turned_off_keep_nothing(pg_layer):
     catalog = _content(pg_layer["portal"])
     assert catalog.slow_query_ms == slowlog.DEFAULT_THRESHOLD_MS == 100

@@ -100,7 +100,7 @@ class ControlPanel(BrowserView):
     def health(self) -> dict:
         catalog = self.catalog
         db = overview.database(catalog)
-        shapes = slowlog.LOG.shapes()
+        shapes = slowlog.LOG.shapes(catalog.site_path())
         return {
             "rows": db.rows,
             "size": _size(db.table_size),
