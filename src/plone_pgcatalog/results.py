@@ -31,7 +31,6 @@ from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
 from plone_pgcatalog.query import QueryContext
-from plone_pgcatalog.query import sort_attr
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
@@ -130,12 +129,6 @@ _SORT_KEYS = tuple(
 )
 
 
-def sort_on(query: dict):
-    """The query's ``sort-on`` or ``sort_on``, as ZCatalog's
-    ``searchResults`` reads it."""
-    return sort_attr(query, "on")
-
-
 def search_query(query: dict, sort_index, reverse, limit) -> dict:
     """The ``searchResults`` query of ZCatalog's ``search(query,
     sort_index, reverse, limit)``: ``query`` without its own sort keys,
@@ -169,6 +162,8 @@ def unmerged(catalog, found: LazyResults, sort_index):
     - otherwise the results themselves, as ZCatalog gives them.
 
     The keys of the results are read in one statement per sort index."""
+    if sort_index is None and (not found or found[0].data_record_score_ is None):
+        return found  # read no further than ZCatalog's lazy result would
     brains = list(found)
     by_rid = {brain.getRID(): brain for brain in brains}
 
@@ -176,8 +171,6 @@ def unmerged(catalog, found: LazyResults, sort_index):
         return by_rid[entry[2] if isinstance(entry, tuple) else entry]
 
     if sort_index is None:
-        if not brains or brains[0].data_record_score_ is None:
-            return found
         return [
             (b.data_record_score_, (1, b.data_record_score_, b.getRID()), getter)
             for b in brains

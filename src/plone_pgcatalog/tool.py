@@ -54,6 +54,7 @@ from plone_pgcatalog.ordering import catalog_of
 from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.pending import pending_changes
+from plone_pgcatalog.query import sort_attr
 from plone_pgcatalog.results import search_results
 from plone_pgcatalog.results import site_languages
 from plone_pgcatalog.store import connection
@@ -940,7 +941,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     def _unrestricted_unmerged(self, query: dict):
         """ZCatalog's ``Catalog.searchResults(query, _merge=False)``."""
         found = search_results(self, query)
-        return results.unmerged(self, found, results.sort_on(query) or None)
+        return results.unmerged(self, found, sort_attr(query, "on") or None)
 
     # Private in Plone (``CMFPlone.earlypatches.security``): they traverse
     # without checks.
