@@ -17,7 +17,6 @@ from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from Acquisition import Implicit
-from ComputedAttribute import ComputedAttribute
 from Persistence import PersistentMapping
 from persistent import Persistent
 from plone_pgcatalog.errors import PGCatalogError
@@ -141,17 +140,9 @@ class CatalogDefinitions(Persistent, Implicit):
         """The record id of the object cataloged at path ``uid``, or None."""
         return self._tool().getrid(uid)
 
-    def _uids(self) -> CatalogedPaths:
-        return CatalogedPaths(self._tool())
-
-    def _paths(self) -> RecordPaths:
-        return RecordPaths(self._tool())
-
-    # Computed on the acquisition wrapper (level 1), which knows the tool.
-    #: ``{path: record id}`` of the cataloged objects, read-only.
-    uids = ComputedAttribute(_uids, 1)
-    #: ``{record id: path}`` of the cataloged objects, read-only.
-    paths = ComputedAttribute(_paths, 1)
+    # Set on the class below: they ask the tool through acquisition.
+    uids: CatalogedPaths
+    paths: RecordPaths
 
     def getIndexDataForRID(self, rid: int) -> dict:
         return self._tool().getIndexDataForRID(rid)
@@ -187,16 +178,21 @@ def _index_name(index) -> str:
     return index if isinstance(index, str) else index.getId()
 
 
-class CatalogedPaths:
-    """``_catalog.uids``: path → record id, read from the tool's rows."""
+class CatalogedPaths(Implicit):
+    """``_catalog.uids``: path → record id, read from the tool's rows.
+
+    One object on the class, acquisition-wrapped in the ``_catalog`` it is
+    reached through, which asks its tool (``CatalogDefinitions._tool``):
+    reached on a ``_catalog`` without its tool, each use raises that
+    method's error naming the way in."""
 
     __allow_access_to_unprotected_subobjects__ = True
 
-    def __init__(self, tool):
-        self._tool = tool
+    def _tool(self):
+        return aq_parent(aq_inner(self))._tool()
 
     def get(self, path: str, default=None):
-        return self._tool.getrid(path, default)
+        return self._tool().getrid(path, default)
 
     def __getitem__(self, path: str) -> int:
         rid = self.get(path)
@@ -211,7 +207,7 @@ class CatalogedPaths:
 
     def items(self) -> list[tuple[str, int]]:
         """In the order of the paths, as ZCatalog's BTree gives them."""
-        return sorted((b.getPath(), b.getRID()) for b in self._tool.searchAll())
+        return sorted((b.getPath(), b.getRID()) for b in self._tool().searchAll())
 
     def keys(self) -> list:
         return [key for key, _ in self.items()]
@@ -223,7 +219,7 @@ class CatalogedPaths:
         return iter(self.keys())
 
     def __len__(self) -> int:
-        return len(self._tool)
+        return len(self._tool())
 
 
 class RecordPaths(CatalogedPaths):
@@ -231,7 +227,7 @@ class RecordPaths(CatalogedPaths):
 
     def get(self, rid, default=None):
         try:
-            return self._tool.getpath(rid)
+            return self._tool().getpath(rid)
         except (KeyError, TypeError, ValueError):
             return default
 
@@ -249,6 +245,12 @@ class RecordPaths(CatalogedPaths):
     def items(self) -> list[tuple[int, str]]:
         """In the order of the record ids, as ZCatalog's BTree gives them."""
         return sorted((rid, path) for path, rid in super().items())
+
+
+#: ``{path: record id}`` and ``{record id: path}`` of the cataloged
+#: objects, read-only.
+CatalogDefinitions.uids = CatalogedPaths()
+CatalogDefinitions.paths = RecordPaths()
 
 
 class IndexesView(Implicit):

@@ -72,8 +72,8 @@ from plone_pgcatalog.registry import TextTranslator
 from plone_pgcatalog.registry import UUIDTranslator
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import layout
-from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.columns import TEXT_KEPT
+from plone_pgcatalog.store.columns import typed_value
 from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import json_key
@@ -586,8 +586,9 @@ class ValueIndexView(DataIndexView):
     # -- values ------------------------------------------------------------------
 
     def _typed(self, rows: _Rows) -> sql.Composable | None:
-        """The index's typed column, when it is ready."""
-        return ready_column(rows.columns, self._name, self._kind())
+        """The index's typed column, when it is ready, or its value computed
+        as the column would hold it (``columns.typed_value``)."""
+        return typed_value(rows.columns, self._name, self._kind())
 
     def _others(self, typed: sql.Composable) -> sql.Composable:
         """Rows whose value is in ``idx`` only (not of the column's type):

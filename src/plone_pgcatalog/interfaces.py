@@ -93,7 +93,12 @@ class IIndexTranslator(Interface):
     # A "text" or "keywords" column holds a string longer than
     # ``store.columns.TEXT_KEPT`` characters by its first ``TEXT_KEPT + 1``
     # (schema 16): test a query value on the column only where
-    # ``registry.fits(kind, value)``, else on ``idx``.
+    # ``registry.fits(kind, value)``, else on ``idx``.  For "text"
+    # (``store.columns.COMPUTED_KINDS``), an index without its ready column
+    # gets from ``context.column`` the value the column would hold,
+    # computed from ``idx``: compare it as the column; ``sql_indexes``
+    # then declares a B-tree on ``store.columns.held_value`` (as
+    # ``FieldTranslator``'s does), which searches so written use.
 
     # Optional: ``translation_cacheable = True``: the translation of a query
     # naming an index of the type depends only on the index's stored

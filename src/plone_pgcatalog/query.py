@@ -24,8 +24,8 @@ from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.store.columns import derivable
-from plone_pgcatalog.store.columns import ready_column
 from plone_pgcatalog.store.columns import SORTED
+from plone_pgcatalog.store.columns import typed_value
 from plone_pgcatalog.store.columns import untyped_predicate
 from plone_pgcatalog.store.layout import has_key
 from plone_pgcatalog.store.layout import TABLE
@@ -71,8 +71,10 @@ class QueryContext:
     """
 
     def column(self, index_name: str, kind: str) -> sql.Composable | None:
-        """The typed column of ``kind`` of an index, if it is ready."""
-        return ready_column(self.columns, index_name, kind)
+        """The typed column of ``kind`` of an index, if it is ready; else,
+        for a kind of ``columns.COMPUTED_KINDS``, the same value computed
+        from ``idx`` (``columns.typed_value``)."""
+        return typed_value(self.columns, index_name, kind)
 
     site_path: str = "/"
     text_configs: tuple[str, ...] = ()
@@ -829,7 +831,10 @@ def _order_by(query: dict, indexes: dict, context: QueryContext):
                 first = position == 0 and expressions == [typed]
                 split = (
                     len(must_have),
-                    (sql.SQL("{} IS NOT NULL").format(typed), untyped_predicate(name)),
+                    (
+                        sql.SQL("{} IS NOT NULL").format(typed),
+                        untyped_predicate(name, typed),
+                    ),
                     (typed, reverse) if first else None,
                 )
             # The column's test first: ``idx`` is read for rows without

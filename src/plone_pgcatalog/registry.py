@@ -35,6 +35,7 @@ from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.paths import PathTranslator
+from plone_pgcatalog.store.columns import held_value
 from plone_pgcatalog.store.columns import set_column
 from plone_pgcatalog.store.columns import SETS_TABLE
 from plone_pgcatalog.store.columns import stored_once
@@ -236,16 +237,18 @@ class FieldTranslator:
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         """``(kind, method, expression, predicate)`` of each SQL index this
-        index type needs (``schema.index_ddl`` creates them).
+        index type needs (``schema.index_ddl`` creates them), for an index
+        without its typed column (``columns.COMPUTED_KINDS``).
 
-        A B-tree on the JSON value serves equality, ranges of numbers and
-        ORDER BY; ranges over strings compare ``text_key``, which that
-        B-tree cannot serve, so strings get a second one.
+        A B-tree on the value the column would hold, computed from ``idx``
+        (``held_value``): searches then compare and sort it as they do the
+        column (``QueryContext.column``), a long string by its first
+        characters.  Values of other types are found in ``idx``, as with
+        the column.  Until schema 17, B-trees on ``json_key`` ("i") and
+        ``text_key`` ("t") served the index, and a string longer than a
+        B-tree entry may be failed the commit (``upgrades``).
         """
-        return [
-            ("i", "btree", json_key(index_name), None),
-            ("t", "btree", text_key(index_name), None),
-        ]
+        return [("h", "btree", held_value(index_name, self.column_kind), None)]
 
     query_options = ("query", "range", "not")
 

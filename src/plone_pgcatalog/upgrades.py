@@ -484,8 +484,41 @@ def to_17(setup_tool) -> None:
     )
 
 
+def to_18(setup_tool) -> None:
+    """17 → 18 (database schema 16 → 17): a FieldIndex or UUIDIndex without
+    its typed column (a name over 63 bytes, another site's index of
+    another type so named, a column that waits for its lock) is served by
+    a B-tree on the value the column would hold, a long string by its
+    first characters (``columns.held_value``).  Its B-trees on the JSON
+    value and on the text failed the commit of a string longer than 2,704
+    bytes.
+
+    After this step's commit, in its own connection: those B-trees are
+    dropped and the new one is built, each index in a transaction of its
+    own, which stops writers (not readers) for its time.  Searches find
+    the same rows before, during and after; until the new B-tree is
+    built, they read the rows of the site.  Sites whose indexes all have
+    their columns (every stock Plone site) have nothing to do.
+    """
+    _after_commit(setup_tool, "held values", _held, _run_again(17))
+
+
+def _held(conn, indexes) -> None:
+    if _still_schema_4(conn, 17):
+        return
+    dropped = schema.drop_unheld_indexes(conn, ddl.LOCK_TIMEOUT, indexes)
+    made = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
+    _schema_version(conn, 17)
+    logger.info(
+        "plone_pgcatalog 17: B-trees of values as columns hold them instead of"
+        " JSON and text: %s; made: %s",
+        ", ".join(dropped) or "none",
+        ", ".join(made) or "none missing",
+    )
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
-#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16.
-PROFILE_VERSION = 17
+#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16, 18 schema 17.
+PROFILE_VERSION = 18

@@ -594,6 +594,33 @@ def test_zcatalogs_own_steps_on_its_btrees_are_not_answered_empty(
         getattr(view, name)("x", 1)
 
 
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda inner: inner.uids.keys(),
+        lambda inner: inner.uids["/plone"],
+        lambda inner: "/plone" in inner.uids,
+        lambda inner: len(inner.paths),
+        lambda inner: inner.paths.get(1),
+        lambda inner: len(inner),
+    ],
+    ids=["uids.keys", "uids[]", "in uids", "len(paths)", "paths.get", "len"],
+)
+def test_catalog_data_without_its_tool_says_how_to_reach_it(pg_layer, use):
+    """``_catalog`` holds no data: reached without its tool (``aq_base``),
+    its data API names the way in.  ``uids`` and ``paths`` gave a bare
+    ``ComputedAttribute`` there, with no ``keys``."""
+    from Acquisition import aq_base
+    from plone_pgcatalog.errors import PGCatalogError
+
+    catalog = api.portal.get_tool("portal_catalog")
+    rid = catalog.getrid("/plone")
+    assert catalog._catalog.uids["/plone"] == rid
+    assert catalog._catalog.paths[rid] == "/plone"
+    with pytest.raises(PGCatalogError, match=r"reach it through its catalog"):
+        use(aq_base(catalog._catalog))
+
+
 def test_index_object_needs_the_objects_record_id(pg_layer):
     portal = pg_layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])

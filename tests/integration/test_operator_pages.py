@@ -239,6 +239,8 @@ def test_database_figures(pg_layer):
         "15 -> 16: A lighter trigger (faster partial reindexes and sharing" " changes)",
         "16 -> 17: Long strings in typed columns (a page with a long tag can be"
         " saved)",
+        "17 -> 18: Long strings in a FieldIndex without a typed column (a page"
+        " with a long value can be saved)",
     ]
 
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from plone_pgcatalog.store import layout
 from psycopg import sql
 
+import functools
 import json
 import logging
 import math
@@ -389,6 +390,44 @@ def ready_column(
     if kind is None or ready.get(index_name) != kind:
         return None
     return layout.column(index_name)
+
+
+#: Kinds whose value an index without its ready column computes from
+#: ``idx`` (``typed_value``), on an SQL index of that expression
+#: (``held_value``).  A FieldIndex (or UUIDIndex) has no column when its
+#: name cannot be one (over 63 bytes), when another site of the database
+#: has an index of another type so named, or while its column waits for
+#: its lock.  Its B-tree indexes were on the JSON value and its text
+#: (``layout.json_key``, ``text_key``): a string over 2,704 bytes failed
+#: the commit there.  The column's own expression holds a long string by
+#: its first characters (``TEXT_KEPT``), and the translators then search
+#: it as they search the column.  The other kinds hold numbers, booleans
+#: or ranges, or are served by GIN, which hashes long keys.
+COMPUTED_KINDS = frozenset({"text"})
+
+
+@functools.lru_cache(maxsize=1024)
+def held_value(index_name: str, kind: str) -> sql.Composed:
+    """The value a typed column of ``kind`` would hold for ``index_name``,
+    computed from ``idx``, in parentheses: the expression of the SQL index
+    of an index without its column (``COMPUTED_KINDS``), as searches write
+    it (PostgreSQL matches the two)."""
+    return sql.Composed(
+        [sql.SQL("("), derive(kind, layout.json_key(index_name)), sql.SQL(")")]
+    )
+
+
+def typed_value(
+    ready: dict[str, str], index_name: str, kind: str | None
+) -> sql.Composable | None:
+    """What a search compares and sorts as the typed value of
+    ``index_name``: its column if ``ready`` has it with ``kind``; for
+    ``COMPUTED_KINDS``, else, the same value computed from ``idx``
+    (``held_value``); else None (the translator reads ``idx``)."""
+    column = ready_column(ready, index_name, kind)
+    if column is None and kind in COMPUTED_KINDS:
+        return held_value(index_name, kind)
+    return column
 
 
 def derived_columns(
@@ -1184,12 +1223,13 @@ def untyped_index_name(name: str) -> str:
     return layout.sql_index_name(name, "u")
 
 
-def untyped_predicate(name: str) -> sql.Composable:
+def untyped_predicate(name: str, typed: sql.Composable | None = None) -> sql.Composable:
     """The rows whose ``idx`` holds a value of index ``name`` that its
-    typed column does not: the predicate of its partial index, as searches
-    write it (the planner uses the index for a query that implies it)."""
+    typed column (or ``typed``: ``typed_value``) does not: the predicate of
+    the column's partial index, as searches write it (the planner uses the
+    index for a query that implies it)."""
     return sql.SQL("{} IS NULL AND {}").format(
-        layout.column(name), layout.has_key(name)
+        layout.column(name) if typed is None else typed, layout.has_key(name)
     )
 
 

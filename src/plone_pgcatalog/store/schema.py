@@ -101,7 +101,11 @@ import psycopg
 #: function that numbers lists remembers the last one (``LAST_LIST``).
 #: 16: the typed columns hold a string longer than ``columns.TEXT_KEPT``
 #: characters by its first characters (the trigger's derivations).
-SCHEMA_VERSION = 16
+#: 17: a FieldIndex or UUIDIndex without its typed column is served by a
+#: B-tree on the value the column would hold (``columns.held_value``), no
+#: longer by B-trees on its JSON value and text (``UNHELD_KINDS``), where a
+#: long string failed the commit.
+SCHEMA_VERSION = 17
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"
@@ -680,6 +684,54 @@ def _index_object_names(index_name: str, meta_type: str) -> set[str]:
         if predicate is not None:
             names.add(sql_index_name(index_name, "s" + kind))
     return names
+
+
+#: The SQL indexes of a FieldIndex (or UUIDIndex) without its typed
+#: column until schema 16: B-trees on its JSON value ("i") and on its text
+#: ("t"), where a string longer than a B-tree entry may be (2,704 bytes)
+#: failed the commit.  Schema 17 has one B-tree on the value the column
+#: would hold instead (``columns.held_value``).
+UNHELD_KINDS = ("i", "t")
+
+
+def drop_unheld_indexes(
+    conn: psycopg.Connection,
+    lock_timeout: str,
+    indexes: Iterable[tuple[str, str]],
+) -> list[str]:
+    """Drop the ``UNHELD_KINDS`` indexes of those of ``indexes`` (catalog
+    index names and meta_types) whose kind of column is computed from
+    ``idx`` where the column is missing (``columns.COMPUTED_KINDS``); the
+    names of the catalog indexes that had them.  Only a pair made by
+    schema 16 (its "t", which no other type makes) goes: a DateIndex of
+    another site so named keeps its "i".  Then ``create_schema`` makes what
+    serves them now.  ``conn`` is in autocommit mode."""
+    with conn.cursor() as cur:
+        present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
+    dropped = []
+    for index_name, meta_type in indexes:
+        if column_kind(meta_type) not in columns.COMPUTED_KINDS:
+            continue
+        if sql_index_name(index_name, "t") not in present:
+            continue
+        names = [sql_index_name(index_name, kind) for kind in UNHELD_KINDS]
+        statistics = [sql_index_name(index_name, "s" + kind) for kind in UNHELD_KINDS]
+        _run(
+            conn,
+            sql.SQL("; ").join(
+                [
+                    sql.SQL("DROP INDEX IF EXISTS {}").format(
+                        sql.SQL(", ").join(map(sql.Identifier, names))
+                    ),
+                    sql.SQL("DROP STATISTICS IF EXISTS {}").format(
+                        sql.SQL(", ").join(map(sql.Identifier, statistics))
+                    ),
+                ]
+            ),
+            lock_timeout,
+        )
+        dropped.append(index_name)
+    return dropped
 
 
 def create_schema(
