@@ -15,6 +15,7 @@ Pure: no database, no Zope.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from plone.i18n.normalizer.base import baseNormalize
 
@@ -33,13 +34,73 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _OPERATORS = {"AND": "&", "OR": "|", "NOT": "!"}
 
 
-def fold(text: str) -> str:
-    """Lowercase ``text`` and strip accents, as Plone's lexicon normalizes.
+# Plone's lexicon (``plone_lexicon``, which SearchableText, Title and
+# Description use): Products.CMFPlone's "Unicode Whitespace splitter" and
+# "Unicode Ignoring Accents Case Normalizer" (``Products.CMFPlone.
+# UnicodeSplitter``).  The splitter takes the words (``\w+``) of the text
+# in NFKC form and cuts each into runs of one script: the scripts written
+# without spaces between words (Hangul, Japanese kana and CJK ideographs,
+# Thai: ``_UNSPACED``) give their runs as pairs of characters, each run's
+# last character also alone ("日本語" → 日本, 本語, 語), so that a search
+# for a word inside a run finds it.  The normalizer takes the accents off a
+# word that starts with a Latin letter (``baseNormalize``) and lowercases
+# every word: other scripts keep their letters (plone.i18n's
+# ``baseNormalize`` spells them in Latin letters, "日本" as "ri ben": a
+# search for "日本" missed "は日本", which became "hari ben").
 
-    Plone's "Unicode Ignoring Accents Case Normalizer" applies plone.i18n's
-    ``baseNormalize`` (accents off, ß → ss, æ → ae...) and lowercases.
-    """
-    return baseNormalize(unicodedata.normalize("NFKC", text)).lower()
+#: The scripts Plone's splitter cuts into pairs of characters (its
+#: ``rangetable``): Hangul syllables; kana and CJK ideographs; Thai.
+_SCRIPTS = (
+    "\uac00-\ud7af",
+    "\u3040-\u30ff\u4e00-\u9fff\u3400-\u4dbf\uf900-\ufaff",
+    "\u0e00-\u0e7f",
+)
+_UNSPACED = "".join(_SCRIPTS)
+#: A word's runs: of other characters, or of one of ``_SCRIPTS``.
+_RUNS = re.compile(
+    "|".join([f"[^{_UNSPACED}]+", *(f"[{script}]+" for script in _SCRIPTS)])
+)
+_IS_UNSPACED = re.compile(f"[{_UNSPACED}]")
+
+
+def _folded(word: str) -> str:
+    """``word`` as Plone's normalizer gives it: without accents if it
+    starts with a Latin letter (U+0041 to U+024F), lowercased."""
+    if "\u0041" <= word[0] <= "\u024f":
+        return baseNormalize(word).lower()
+    return word.lower()
+
+
+def _pairs(run: str, alone: bool) -> list[str]:
+    """A run of ``_SCRIPTS`` as Plone's splitter cuts it: its pairs of
+    characters, and (``alone``) its last character on its own."""
+    return [run[i : i + 2] for i in range(len(run) - (0 if alone else 1))]
+
+
+def _words(text: str, query: bool) -> Iterator[str]:
+    """The words of ``text`` as Plone's lexicon indexes them, or (``query``)
+    reads a search term: a run of ``_SCRIPTS`` that ends a word gives no
+    last character alone, and a run of one character is that character
+    (which, alone in a term, matches every word that starts with it:
+    ``_term``)."""
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
+        runs = _RUNS.findall(word)
+        for position, run in enumerate(runs):
+            if not _IS_UNSPACED.match(run):
+                # "_" separates words for PostgreSQL's parser.
+                yield from _WORD.findall(_folded(run).replace("_", " "))
+            elif query and len(run) == 1:
+                yield run
+            else:
+                yield from _pairs(run, not query or position < len(runs) - 1)
+
+
+def fold(text: str) -> str:
+    """``text`` as the words Plone's lexicon makes of it, separated by
+    spaces: accents off the words that start with a Latin letter, every
+    word lowercased, the scripts written without spaces as pairs of
+    characters (see above)."""
+    return " ".join(_words(text, query=False))
 
 
 #: Language codes (the part before any "-") and the snowball text search
@@ -85,8 +146,14 @@ def text_config(language) -> str:
 
 
 def words(text: str) -> list[str]:
-    """The folded words of ``text``."""
-    return _WORD.findall(fold(text).replace("_", " "))
+    """The folded words of ``text``, as they are indexed (``fold``)."""
+    return list(_words(text, query=False))
+
+
+def query_words(text: str) -> list[str]:
+    """The folded words of a search term, as Plone's lexicon reads them
+    (``_words``)."""
+    return list(_words(text, query=True))
 
 
 def index_text(text: str) -> str:
@@ -200,11 +267,21 @@ def _term(token: str) -> Term | None:
     ZCTextIndex's matches, as a tsquery knows only prefixes.
     """
     if token.startswith('"'):
-        found = words(token.strip('"'))
-        return Term(tuple(found)) if found else None
+        return _term_of(query_words(token.strip('"')), prefix=False)
     glob = _GLOB.search(token)
-    found = words(token[: glob.start()] if glob else token)
-    return Term(tuple(found), prefix=glob is not None) if found else None
+    found = query_words(token[: glob.start()] if glob else token)
+    return _term_of(found, prefix=glob is not None)
+
+
+def _term_of(found: list[str], prefix: bool) -> Term | None:
+    """The term of the words ``found``; one character of ``_SCRIPTS``
+    alone matches the words that start with it, as in Plone (whose
+    splitter makes it a glob), since texts hold it in pairs."""
+    if not found:
+        return None
+    if len(found) == 1 and len(found[0]) == 1 and _IS_UNSPACED.match(found[0]):
+        prefix = True
+    return Term(tuple(found), prefix=prefix)
 
 
 def _repaired_tokens(text: str) -> list:

@@ -186,10 +186,11 @@ def refresh_catalog(tool, clear=0, pghandler=None) -> None:
         pghandler.finish()
 
 
-def reindex_index(tool, name, REQUEST=None, pghandler=None) -> None:
+def reindex_index(tool, name, REQUEST=None, pghandler=None, paths=None) -> None:
     """Read index ``name`` (or each of a list of names) again for every
-    cataloged object, merging it into the stored rows; metadata and the
-    other indexes stay as they are (ZCatalog's ``reindexIndex``).
+    cataloged object (or those at ``paths``), merging it into the stored
+    rows; metadata and the other indexes stay as they are (ZCatalog's
+    ``reindexIndex``).
 
     An unknown name raises ``KeyError`` as ZCatalog's ``getIndex`` does,
     before anything is read (ZCatalog raises at the first object).
@@ -198,7 +199,8 @@ def reindex_index(tool, name, REQUEST=None, pghandler=None) -> None:
     for index_name in idxs:
         if index_name not in tool._catalog.indexes:
             raise KeyError(index_name)
-    paths = cataloged_paths(tool)
+    if paths is None:
+        paths = cataloged_paths(tool)
     if pghandler:
         pghandler.init(f"reindexing {idxs}", len(paths))
     for i, path in enumerate(paths, 1):

@@ -14,16 +14,25 @@ from __future__ import annotations
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from functools import partial
+from plone.i18n.normalizer.base import baseNormalize
+from plone_pgcatalog import fulltext
+from plone_pgcatalog import maintenance
 from plone_pgcatalog import setuphandlers
 from plone_pgcatalog.interfaces import IPGCatalogTool
+from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import ddl
+from plone_pgcatalog.store import reports
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import upgrade5
 from Products.CMFCore.utils import getToolByName
+from psycopg.rows import tuple_row
 
 import logging
 import psycopg
+import re
+import unicodedata
 
 logger = logging.getLogger(__name__)
 
@@ -517,8 +526,90 @@ def _held(conn, indexes) -> None:
     )
 
 
+def to_19(setup_tool) -> None:
+    """18 → 19 (database schema 17 → 18): full text is split and folded as
+    Plone's lexicon does (``fulltext``): Japanese, Chinese, Korean and Thai
+    in pairs of characters, and only words that start with a Latin letter
+    lose their accents.  Before, every word went through plone.i18n's
+    ``baseNormalize``, which spells other scripts in Latin letters: a
+    search for "日本" missed "は日本" ("hari ben"), one for "privet" found
+    "Привет".
+
+    The text indexes (ZCTextIndex: SearchableText, Title, Description and
+    an add-on's) of the objects whose words change are read again, in this
+    step's transaction, with progress in the log: the objects whose
+    metadata or text kept for snippets hold words that the two foldings
+    make differently (none on a site whose texts are all in Latin script
+    and whose words start with letters).  An add-on's text index of an
+    attribute that is neither in the metadata nor in SearchableText is
+    read again by ``reindexIndex`` if its texts hold other scripts.
+    """
+    site = aq_parent(aq_inner(setup_tool))
+    catalog = getToolByName(site, "portal_catalog")
+    if not IPGCatalogTool.providedBy(catalog):
+        return
+    names = [
+        name
+        for name, index in catalog.getIndexDefinitions().items()
+        if index.meta_type == "ZCTextIndex"
+    ]
+    paths = _texts_folded_otherwise(catalog) if names else []
+    logger.info(
+        "plone_pgcatalog 18: words of other scripts: %d objects to read again",
+        len(paths),
+    )
+    if paths:
+        maintenance.reindex_index(
+            catalog, names, pghandler=maintenance.ProgressLogHandler(), paths=paths
+        )
+    _after_commit(
+        setup_tool,
+        "words of other scripts",
+        partial(_version_only, version=18),
+        _run_again(18),
+    )
+
+
+def _words_before_18(text: str) -> list[str]:
+    """The words schema 17 and before indexed of ``text``: the whole text
+    through ``baseNormalize``, then its ``\\w+`` words."""
+    folded = baseNormalize(unicodedata.normalize("NFKC", text)).lower()
+    return re.findall(r"\w+", folded.replace("_", " "))
+
+
+#: A character beyond ASCII, as a PostgreSQL regular expression: ASCII
+#: text gives the same words either way.
+_BEYOND_ASCII = "[^\\x01-\\x7f]"
+
+
+def _texts_folded_otherwise(catalog) -> list[str]:
+    """The paths of the site's objects whose Title, Description or kept
+    text gives other words now than before schema 18."""
+    site, params = path_clause(catalog.site_path(), -1)
+    statement = reports.NON_ASCII_TEXTS.format(site=site)
+    conn = connection.read_connection(catalog)
+    paths = []
+    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cursor:
+        cursor.execute(statement, [*params, _BEYOND_ASCII, _BEYOND_ASCII])
+        for path, *texts in cursor:
+            if any(
+                _words_before_18(text) != fulltext.words(text) for text in texts if text
+            ):
+                paths.append(path)
+    return paths
+
+
+def _version_only(conn, indexes, version: int) -> None:
+    """Record schema ``version``: its change was made in the step's own
+    transaction."""
+    if _still_schema_4(conn, version):
+        return
+    _schema_version(conn, version)
+
+
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
-#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16, 18 schema 17.
-PROFILE_VERSION = 18
+#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16, 18 schema 17, 19
+#: schema 18.
+PROFILE_VERSION = 19

@@ -241,6 +241,8 @@ def test_database_figures(pg_layer):
         " saved)",
         "17 -> 18: Long strings in a FieldIndex without a typed column (a page"
         " with a long value can be saved)",
+        "18 -> 19: Full text of other scripts as Plone's lexicon reads it"
+        " (Japanese, Chinese, Korean, Thai, Cyrillic...)",
     ]
 
 

@@ -36,6 +36,17 @@ STORED_ROWS = sql.SQL(
 )
 
 
+#: The rows of a site (``{site}``) whose metadata or kept text (the text
+#: snippets show) holds a character beyond ASCII (``%s``: that pattern):
+#: path, ``Title``, ``Description``, the text.  The upgrade to profile 19
+#: reads their words again where Plone's lexicon makes others of them.
+NON_ASCII_TEXTS = sql.SQL(
+    "SELECT o.path, o.meta ->> 'Title', o.meta ->> 'Description', t.body"
+    " FROM " + _TABLE + " AS o LEFT JOIN pgcatalog_texts AS t ON t.zoid = o.zoid"
+    " WHERE {site} AND (o.meta::text ~ %s OR t.body ~ %s) ORDER BY o.path"
+)
+
+
 def typed_drift(typed: dict[str, str]) -> sql.Composable:
     """``text[]`` of the names of the typed columns ``{name: kind}`` whose
     value in row ``s`` is not what the row's ``idx`` derives (set by hand:

@@ -105,7 +105,10 @@ import psycopg
 #: B-tree on the value the column would hold (``columns.held_value``), no
 #: longer by B-trees on its JSON value and text (``UNHELD_KINDS``), where a
 #: long string failed the commit.
-SCHEMA_VERSION = 17
+#: 18: full text is split and folded as Plone's lexicon does
+#: (``fulltext``): the words of other scripts than Latin change (the
+#: upgrade step reads the text indexes of those objects again).
+SCHEMA_VERSION = 18
 
 #: The catalog's table; ``layout.TABLE`` names it in statements.
 TABLE = "pgcatalog_objects"

@@ -1,0 +1,62 @@
+"""The upgrade to profile 19: rows written with the words of schema 17
+and before (every word through ``baseNormalize``: "日本" as "ri ben") get
+the words Plone's lexicon makes (``fulltext``), on a real site; only the
+objects whose words change are read again."""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import fulltext
+from plone_pgcatalog import upgrades
+from plone_pgcatalog.store import schema
+from tests.integration.test_typed_columns import _query
+from tests.integration.test_upgrades import _upgrade_from
+
+import transaction
+
+PAGES = {
+    "ja": ("東京タワー", "は日本の電波塔"),
+    "ru": ("Привет", "Москва"),
+    "de": ("Grüße aus Köln", "Straße"),
+    "en": ("Plain words", "only ASCII"),
+}
+
+
+def _ids(catalog, **query) -> list[str]:
+    return sorted(brain.getId for brain in catalog(**query))
+
+
+def test_18_to_19_reads_the_words_of_other_scripts_again(pg_layer, monkeypatch):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    # Written as schema 17 wrote them.
+    monkeypatch.setattr(fulltext, "words", upgrades._words_before_18)
+    for page_id, (title, description) in PAGES.items():
+        api.content.create(
+            container=portal,
+            type="Document",
+            id=page_id,
+            title=title,
+            description=description,
+        )
+    transaction.commit()
+    monkeypatch.undo()
+    catalog = portal.portal_catalog
+    assert _ids(catalog, SearchableText="日本") == []
+    assert _ids(catalog, Title="privet") == ["ru"]
+    # Only the objects whose words change: not the German page.
+    assert upgrades._texts_folded_otherwise(catalog) == ["/plone/ja", "/plone/ru"]
+
+    _upgrade_from(portal, "18")
+    assert _ids(catalog, SearchableText="日本") == ["ja"]
+    assert _ids(catalog, Description="日本") == ["ja"]
+    assert _ids(catalog, Title="タワー") == ["ja"]
+    assert _ids(catalog, Title="privet") == []
+    assert _ids(catalog, Title="Привет") == ["ru"]
+    assert _ids(catalog, SearchableText="strasse") == ["de"]
+    assert _query(
+        pg_layer["pgcatalog_dsn"],
+        "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'",
+    ) == [(schema.SCHEMA_VERSION,)]
