@@ -15,7 +15,6 @@ Pure: no database, no Zope.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from plone.i18n.normalizer.base import baseNormalize
 
@@ -63,12 +62,18 @@ _RUNS = re.compile(
 _IS_UNSPACED = re.compile(f"[{_UNSPACED}]")
 
 
-def _folded(word: str) -> str:
-    """``word`` as Plone's normalizer gives it: without accents if it
-    starts with a Latin letter (U+0041 to U+024F), lowercased."""
+def _folded(word: str) -> list[str]:
+    """The words of ``word`` (a run of other characters than ``_SCRIPTS``)
+    as Plone's normalizer gives them: without accents if it starts with a
+    Latin letter (U+0041 to U+024F), lowercased; "_" separates words for
+    PostgreSQL's parser."""
+    if word.isascii():
+        # Most words of most texts: baseNormalize keeps them as they are.
+        folded = word.lower()
+        return folded.split("_") if "_" in folded else [folded]
     if "\u0041" <= word[0] <= "\u024f":
-        return baseNormalize(word).lower()
-    return word.lower()
+        word = baseNormalize(word)
+    return _WORD.findall(word.lower().replace("_", " "))
 
 
 def _pairs(run: str, alone: bool) -> list[str]:
@@ -77,22 +82,30 @@ def _pairs(run: str, alone: bool) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - (0 if alone else 1))]
 
 
-def _words(text: str, query: bool) -> Iterator[str]:
+def _words(text: str, query: bool) -> list[str]:
     """The words of ``text`` as Plone's lexicon indexes them, or (``query``)
     reads a search term: a run of ``_SCRIPTS`` that ends a word gives no
     last character alone, and a run of one character is that character
     (which, alone in a term, matches every word that starts with it:
     ``_term``)."""
-    for word in _WORD.findall(unicodedata.normalize("NFKC", text)):
+    text = unicodedata.normalize("NFKC", text)
+    if text.isascii():
+        return _WORD.findall(text.lower().replace("_", " "))
+    found: list[str] = []
+    if not _IS_UNSPACED.search(text):
+        for word in _WORD.findall(text):
+            found += _folded(word)
+        return [word for word in found if word]
+    for word in _WORD.findall(text):
         runs = _RUNS.findall(word)
         for position, run in enumerate(runs):
             if not _IS_UNSPACED.match(run):
-                # "_" separates words for PostgreSQL's parser.
-                yield from _WORD.findall(_folded(run).replace("_", " "))
+                found += _folded(run)
             elif query and len(run) == 1:
-                yield run
+                found.append(run)
             else:
-                yield from _pairs(run, not query or position < len(runs) - 1)
+                found += _pairs(run, not query or position < len(runs) - 1)
+    return [word for word in found if word]
 
 
 def fold(text: str) -> str:
@@ -147,13 +160,13 @@ def text_config(language) -> str:
 
 def words(text: str) -> list[str]:
     """The folded words of ``text``, as they are indexed (``fold``)."""
-    return list(_words(text, query=False))
+    return _words(text, query=False)
 
 
 def query_words(text: str) -> list[str]:
     """The folded words of a search term, as Plone's lexicon reads them
     (``_words``)."""
-    return list(_words(text, query=True))
+    return _words(text, query=True)
 
 
 def index_text(text: str) -> str:
