@@ -16,6 +16,7 @@ from __future__ import annotations
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
+from Acquisition import Explicit
 from Acquisition import Implicit
 from Persistence import PersistentMapping
 from persistent import Persistent
@@ -178,11 +179,12 @@ def _index_name(index) -> str:
     return index if isinstance(index, str) else index.getId()
 
 
-class CatalogedPaths(Implicit):
+class CatalogedPaths(Explicit):
     """``_catalog.uids``: path → record id, read from the tool's rows.
 
     One object on the class, acquisition-wrapped in the ``_catalog`` it is
-    reached through, which asks its tool (``CatalogDefinitions._tool``):
+    reached through (explicitly: no name of the tool's is found on it),
+    which asks its tool (``CatalogDefinitions._tool``):
     reached on a ``_catalog`` without its tool, each use raises that
     method's error naming the way in."""
 

@@ -30,7 +30,12 @@ logger = logging.getLogger(__name__)
 _TOKEN = re.compile(r'-?"[^"]*"?|\(|\)|[^\s()"]+')
 _GLOB = re.compile(r"[*?]")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_OPERATORS = {"AND": "&", "OR": "|", "NOT": "!"}
+_OPERATORS = {"AND": "&", "OR": "|", "NOT": "~"}
+#: Tokens after which a term is expected (``_repaired_tokens``): ``+`` is
+#: the AND between adjacent terms, ``~`` the keyword NOT (which, as in
+#: ZCTextIndex, negates the adjacent terms after it together), ``!`` a
+#: term's leading ``-``.
+_EXPECTING = ("&", "+", "|", "~", "!", "(")
 
 
 # Plone's lexicon (``plone_lexicon``, which SearchableText, Title and
@@ -82,12 +87,9 @@ def _pairs(run: str, alone: bool) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - (0 if alone else 1))]
 
 
-def _words(text: str, query: bool) -> list[str]:
-    """The words of ``text`` as Plone's lexicon indexes them, or (``query``)
-    reads a search term: a run of ``_SCRIPTS`` that ends a word gives no
-    last character alone, and a run of one character is that character
-    (which, alone in a term, matches every word that starts with it:
-    ``_term``)."""
+def _words(text: str) -> list[str]:
+    """The words of ``text`` as Plone's lexicon indexes them (a search
+    term's: ``_query_words``)."""
     text = unicodedata.normalize("NFKC", text)
     if text.isascii():
         return _WORD.findall(text.lower().replace("_", " "))
@@ -97,14 +99,11 @@ def _words(text: str, query: bool) -> list[str]:
             found += _folded(word)
         return [word for word in found if word]
     for word in _WORD.findall(text):
-        runs = _RUNS.findall(word)
-        for position, run in enumerate(runs):
-            if not _IS_UNSPACED.match(run):
-                found += _folded(run)
-            elif query and len(run) == 1:
-                found.append(run)
+        for run in _RUNS.findall(word):
+            if _IS_UNSPACED.match(run):
+                found += _pairs(run, True)
             else:
-                found += _pairs(run, not query or position < len(runs) - 1)
+                found += _folded(run)
     return [word for word in found if word]
 
 
@@ -113,7 +112,7 @@ def fold(text: str) -> str:
     spaces: accents off the words that start with a Latin letter, every
     word lowercased, the scripts written without spaces as pairs of
     characters (see above)."""
-    return " ".join(_words(text, query=False))
+    return " ".join(_words(text))
 
 
 #: Language codes (the part before any "-") and the snowball text search
@@ -160,13 +159,7 @@ def text_config(language) -> str:
 
 def words(text: str) -> list[str]:
     """The folded words of ``text``, as they are indexed (``fold``)."""
-    return _words(text, query=False)
-
-
-def query_words(text: str) -> list[str]:
-    """The folded words of a search term, as Plone's lexicon reads them
-    (``_words``)."""
-    return _words(text, query=True)
+    return _words(text)
 
 
 def index_text(text: str) -> str:
@@ -275,31 +268,58 @@ Node = Term | Not | And | Or
 def _term(token: str) -> Term | None:
     """One query token (a word, a glob or a phrase), or None without words.
 
-    A glob (``*`` or ``?``) matches words that start with what comes before
-    its first wildcard: for ``?`` and inner wildcards a superset of
-    ZCTextIndex's matches, as a tsquery knows only prefixes.
+    As ZCTextIndex with Plone's lexicon: a token of several words (a
+    "quoted phrase", words that punctuation or a change of script splits,
+    the pairs of a Japanese word) is a phrase of exact words, wildcards
+    dropped; a token of one word is a glob if it has a wildcard (``*`` or
+    ``?``): it matches words that start with what comes before its first
+    wildcard (for ``?`` and inner wildcards a superset of ZCTextIndex's
+    matches, as a tsquery knows only prefixes).  One character of
+    ``_SCRIPTS`` is such a glob, as texts hold it in pairs.
     """
-    if token.startswith('"'):
-        return _term_of(query_words(token.strip('"')), prefix=False)
-    glob = _GLOB.search(token)
-    found = query_words(token[: glob.start()] if glob else token)
-    return _term_of(found, prefix=glob is not None)
-
-
-def _term_of(found: list[str], prefix: bool) -> Term | None:
-    """The term of the words ``found``; one character of ``_SCRIPTS``
-    alone matches the words that start with it, as in Plone (whose
-    splitter makes it a glob), since texts hold it in pairs."""
+    found = _query_words(token.strip('"') if token.startswith('"') else token)
     if not found:
         return None
-    if len(found) == 1 and len(found[0]) == 1 and _IS_UNSPACED.match(found[0]):
-        prefix = True
-    return Term(tuple(found), prefix=prefix)
+    if len(found) == 1:
+        glob = _GLOB.search(found[0])
+        if glob:
+            return Term((found[0][: glob.start()],), prefix=True)
+        return Term((found[0],))
+    exact = (_GLOB.sub("", word) for word in found)
+    return Term(tuple(word for word in exact if word))
+
+
+#: A word of a search term with its wildcards (Plone's ``rxGlob_U``).
+_GLOB_WORD = re.compile(r"\w+[\w*?]*")
+#: Words with wildcards, of a run of other scripts than ``_SCRIPTS``.
+_GLOB_PIECE = re.compile(r"[^\W_][\w*?]*|\d[\w*?]*")
+
+
+def _query_words(text: str) -> list[str]:
+    """The words of a search term as Plone's lexicon reads it
+    (``processGlob``), wildcards kept: a run of ``_SCRIPTS`` gives its
+    pairs of characters (one that ends its word: not its last character
+    alone), a run of one character that character and ``*``."""
+    found: list[str] = []
+    for word in _GLOB_WORD.findall(unicodedata.normalize("NFKC", text)):
+        runs = [run for run in _RUNS.findall(word) if _WORD.search(run)]
+        for position, run in enumerate(runs):
+            if not _IS_UNSPACED.match(run):
+                run = run.lstrip("*?")
+                if "\u0041" <= run[0] <= "\u024f":
+                    run = baseNormalize(run)
+                found += _GLOB_PIECE.findall(run.lower().replace("_", " "))
+            elif len(run) == 1:
+                found.append(run + "*")
+            else:
+                found += _pairs(run, position < len(runs) - 1)
+    return found
 
 
 def _repaired_tokens(text: str) -> list:
-    """The tokens of ``text`` as a valid tsquery: ``Term`` operands and the
-    operators ``&``, ``|``, ``!``, ``(``, ``)``.
+    """The tokens of ``text``: ``Term`` operands and the operators ``&``,
+    ``|``, ``~`` (NOT), ``!`` (a leading ``-``), ``+`` (between adjacent
+    terms), ``(``, ``)``, balanced and each where a tsquery may have it.
 
     Adjacent terms are ANDed as in ZCTextIndex; operators are recognized
     in any case, a leading ``-`` negates a term.  Where ZCTextIndex raises
@@ -310,16 +330,16 @@ def _repaired_tokens(text: str) -> list:
     depth = 0
 
     def expects_operand() -> bool:
-        return not out or out[-1] in ("&", "|", "!", "(")
+        return not out or out[-1] in _EXPECTING
 
     for token in _TOKEN.findall(text.replace("\x00", " ")):
         upper = token.upper()
         if upper in _OPERATORS:
             op = _OPERATORS[upper]
-            if op == "!":
+            if op == "~":
                 if not expects_operand():
                     out.append("&")
-                out.append("!")
+                out.append("~")
             elif not expects_operand():
                 out.append(op)
             continue
@@ -332,7 +352,7 @@ def _repaired_tokens(text: str) -> list:
         if token == ")":
             if depth == 0:
                 continue
-            while out and out[-1] in ("&", "|", "!"):
+            while out and out[-1] in _EXPECTING[:-1]:
                 out.pop()
             if out and out[-1] == "(":
                 out.pop()
@@ -345,11 +365,11 @@ def _repaired_tokens(text: str) -> list:
         if term is None:
             continue
         if not expects_operand():
-            out.append("&")
+            out.append("+")
         if negate:
             out.append("!")
         out.append(term)
-    while out and out[-1] in ("&", "|", "!", "("):
+    while out and out[-1] in _EXPECTING:
         if out.pop() == "(":
             depth -= 1
     out.extend(")" * depth)
@@ -357,8 +377,9 @@ def _repaired_tokens(text: str) -> list:
 
 
 def _tree(tokens: list) -> Node:
-    """The tree of repaired tokens, with tsquery's precedence (``!`` binds
-    tighter than ``&``, ``&`` tighter than ``|``)."""
+    """The tree of repaired tokens, with ZCTextIndex's precedence: NOT
+    (``~``) negates the adjacent terms after it (``a AND NOT b c`` is
+    ``a & !(b & c)``), a ``-`` its term, AND binds tighter than OR."""
     position = 0
 
     def either() -> Node:
@@ -372,7 +393,7 @@ def _tree(tokens: list) -> Node:
     def both() -> Node:
         nonlocal position
         operands = [single()]
-        while position < len(tokens) and tokens[position] == "&":
+        while position < len(tokens) and tokens[position] in ("&", "+"):
             position += 1
             operands.append(single())
         return _joined(And, operands)
@@ -383,6 +404,12 @@ def _tree(tokens: list) -> Node:
         position += 1
         if token == "!":
             return Not(single())
+        if token == "~":
+            operands = [single()]
+            while position < len(tokens) and tokens[position] == "+":
+                position += 1
+                operands.append(single())
+            return Not(_joined(And, operands))
         if token == "(":
             node = either()
             position += 1  # its ")": repaired tokens are balanced

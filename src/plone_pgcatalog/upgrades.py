@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from Acquisition import aq_inner
 from Acquisition import aq_parent
+from collections.abc import Iterator
 from functools import partial
 from plone.i18n.normalizer.base import baseNormalize
 from plone_pgcatalog import fulltext
@@ -29,6 +30,7 @@ from plone_pgcatalog.store import upgrade5
 from Products.CMFCore.utils import getToolByName
 from psycopg.rows import tuple_row
 
+import json
 import logging
 import psycopg
 import re
@@ -502,12 +504,12 @@ def to_18(setup_tool) -> None:
     value and on the text failed the commit of a string longer than 2,704
     bytes.
 
-    After this step's commit, in its own connection: those B-trees are
-    dropped and the new one is built, each index in a transaction of its
-    own, which stops writers (not readers) for its time.  Searches find
-    the same rows before, during and after; until the new B-tree is
-    built, they read the rows of the site.  Sites whose indexes all have
-    their columns (every stock Plone site) have nothing to do.
+    After this step's commit, in its own connection: the new B-tree is
+    built (in a transaction of its own, which stops writers, not readers,
+    for its time), then the old ones are dropped (an instant under the
+    table's lock).  Searches find the same rows before, during and after,
+    on an SQL index throughout.  Sites whose indexes all have their
+    columns (every stock Plone site) have nothing to do.
     """
     _after_commit(setup_tool, "held values", _held, _run_again(17))
 
@@ -515,8 +517,8 @@ def to_18(setup_tool) -> None:
 def _held(conn, indexes) -> None:
     if _still_schema_4(conn, 17):
         return
-    dropped = schema.drop_unheld_indexes(conn, ddl.LOCK_TIMEOUT, indexes)
     made = schema.create_schema(conn, ddl.LOCK_TIMEOUT, indexes)
+    dropped = schema.drop_unheld_indexes(conn, ddl.LOCK_TIMEOUT, indexes)
     _schema_version(conn, 17)
     logger.info(
         "plone_pgcatalog 17: B-trees of values as columns hold them instead of"
@@ -577,26 +579,41 @@ def _words_before_18(text: str) -> list[str]:
     return re.findall(r"\w+", folded.replace("_", " "))
 
 
-#: A character beyond ASCII, as a PostgreSQL regular expression: ASCII
-#: text gives the same words either way.
-_BEYOND_ASCII = "[^\\x01-\\x7f]"
+#: A character beyond ASCII, as a PostgreSQL regular expression, or (in
+#: the metadata's JSON text, which may spell it so) its ``\\u`` escape:
+#: ASCII text gives the same words either way.
+_BEYOND_ASCII = "[^\\x01-\\x7f]|\\\\u(?!00[0-7])"
 
 
 def _texts_folded_otherwise(catalog) -> list[str]:
-    """The paths of the site's objects whose Title, Description or kept
-    text gives other words now than before schema 18."""
+    """The paths of the site's objects whose metadata (Title, Description,
+    Subject...) or kept text gives other words now than before schema 18.
+    Read by a server-side cursor: on a site in Japanese that is every row."""
     site, params = path_clause(catalog.site_path(), -1)
     statement = reports.NON_ASCII_TEXTS.format(site=site)
     conn = connection.read_connection(catalog)
     paths = []
-    with conn.transaction(), conn.cursor(row_factory=tuple_row) as cursor:
-        cursor.execute(statement, [*params, _BEYOND_ASCII, _BEYOND_ASCII])
-        for path, *texts in cursor:
-            if any(
-                _words_before_18(text) != fulltext.words(text) for text in texts if text
-            ):
-                paths.append(path)
+    with conn.transaction():
+        with conn.cursor("pgcatalog_texts_18", row_factory=tuple_row) as cursor:
+            cursor.execute(statement, [*params, _BEYOND_ASCII, _BEYOND_ASCII])
+            for path, meta, body in cursor:
+                if any(
+                    _words_before_18(text) != fulltext.words(text)
+                    for text in _strings(json.loads(meta) if meta else None, body)
+                ):
+                    paths.append(path)
     return paths
+
+
+def _strings(*values) -> Iterator[str]:
+    """The strings in ``values`` (metadata values, lists of them, dicts)."""
+    for value in values:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            yield from _strings(*value.values())
+        elif isinstance(value, list):
+            yield from _strings(*value)
 
 
 def _version_only(conn, indexes, version: int) -> None:

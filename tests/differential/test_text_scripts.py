@@ -103,6 +103,15 @@ SEARCHABLE = [
     "Straße",
     "ñandú",
     "nandu",
+    # Wildcards and NOT as ZCTextIndex reads them with Plone's lexicon.
+    "*ben",
+    '"moskv*"',
+    "Plone-Postgre*",
+    "Plone Postgre*",
+    "cafe AND NOT moskva",
+    "cafe AND NOT moskva privet",
+    "日本 AND NOT 東京 タワー",
+    "cafe* -moskva",
 ]
 
 #: (name, query, ordered?)

@@ -12,12 +12,17 @@ from plone_pgcatalog import fulltext
 from plone_pgcatalog import upgrades
 from plone_pgcatalog.store import schema
 from tests.integration.test_typed_columns import _query
+from tests.integration.test_typed_columns import _query_commit
 from tests.integration.test_upgrades import _upgrade_from
 
+import json
 import transaction
 
 PAGES = {
     "ja": ("東京タワー", "は日本の電波塔"),
+    # Its metadata as ``json.dumps`` writes it (``processor.dumps``' other
+    # way): the title's characters as ``\u`` escapes.
+    "ja-escaped": ("日本", "ASCII only"),
     "ru": ("Привет", "Москва"),
     "de": ("Grüße aus Köln", "Straße"),
     "en": ("Plain words", "only ASCII"),
@@ -43,16 +48,31 @@ def test_18_to_19_reads_the_words_of_other_scripts_again(pg_layer, monkeypatch):
         )
     transaction.commit()
     monkeypatch.undo()
+    dsn = pg_layer["pgcatalog_dsn"]
+    ((meta,),) = _query(
+        dsn, "SELECT meta::text FROM pgcatalog_objects WHERE path = '/plone/ja-escaped'"
+    )
+    _query_commit(
+        dsn,
+        "UPDATE pgcatalog_objects SET meta = %s::json WHERE path = '/plone/ja-escaped'",
+        (json.dumps(json.loads(meta)),),
+    )
     catalog = portal.portal_catalog
     assert _ids(catalog, SearchableText="日本") == []
+    assert _ids(catalog, Title="日本") == []
     assert _ids(catalog, Title="privet") == ["ru"]
     # Only the objects whose words change: not the German page.
-    assert upgrades._texts_folded_otherwise(catalog) == ["/plone/ja", "/plone/ru"]
+    assert upgrades._texts_folded_otherwise(catalog) == [
+        "/plone/ja",
+        "/plone/ja-escaped",
+        "/plone/ru",
+    ]
 
     _upgrade_from(portal, "18")
-    assert _ids(catalog, SearchableText="日本") == ["ja"]
+    assert _ids(catalog, SearchableText="日本") == ["ja", "ja-escaped"]
     assert _ids(catalog, Description="日本") == ["ja"]
     assert _ids(catalog, Title="タワー") == ["ja"]
+    assert _ids(catalog, Title="日本") == ["ja-escaped"]
     assert _ids(catalog, Title="privet") == []
     assert _ids(catalog, Title="Привет") == ["ru"]
     assert _ids(catalog, SearchableText="strasse") == ["de"]

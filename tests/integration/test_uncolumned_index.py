@@ -170,17 +170,23 @@ def test_17_to_18_leaves_another_types_index_of_the_name(pg_layer):
     had: only a pair (with the text's B-tree, which no other type makes)
     is taken for the FieldIndex's."""
     portal, dsn = _with_indexes(pg_layer)
+    _as_schema_16_left_it(dsn, (FIELD,))
     other = "pgc_date_" + "without_a_column_" * 4
-    key = psycopg.sql.Literal(other)
     _query_commit(
         dsn,
         psycopg.sql.SQL(
             "CREATE INDEX {} ON pgcatalog_objects USING btree ((idx -> {}))"
-        ).format(psycopg.sql.Identifier(schema.sql_index_name(other)), key),
+        ).format(
+            psycopg.sql.Identifier(schema.sql_index_name(other)),
+            psycopg.sql.Literal(other),
+        ),
     )
     with psycopg.connect(dsn, autocommit=True) as conn:
         dropped = schema.drop_unheld_indexes(
             conn, "1s", [(other, "FieldIndex"), (FIELD, "FieldIndex")]
         )
-    assert dropped == []
-    assert schema.sql_index_name(other) in _sql_indexes(dsn)
+    assert dropped == [FIELD]
+    indexes = _sql_indexes(dsn)
+    assert schema.sql_index_name(other) in indexes
+    for kind in schema.UNHELD_KINDS:
+        assert schema.sql_index_name(FIELD, kind) not in indexes

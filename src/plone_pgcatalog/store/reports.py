@@ -36,12 +36,13 @@ STORED_ROWS = sql.SQL(
 )
 
 
-#: The rows of a site (``{site}``) whose metadata or kept text (the text
-#: snippets show) holds a character beyond ASCII (``%s``: that pattern):
-#: path, ``Title``, ``Description``, the text.  The upgrade to profile 19
-#: reads their words again where Plone's lexicon makes others of them.
+#: The rows of a site (``{site}``) whose metadata (its JSON text) or kept
+#: text (the text snippets show) holds a character beyond ASCII (``%s``:
+#: that pattern): path, the metadata as text (``->>`` would fail on a NUL
+#: a metadata value may hold), the text.  The upgrade to profile 19 reads
+#: their words again where Plone's lexicon makes others of them.
 NON_ASCII_TEXTS = sql.SQL(
-    "SELECT o.path, o.meta ->> 'Title', o.meta ->> 'Description', t.body"
+    "SELECT o.path, o.meta::text, t.body"
     " FROM " + _TABLE + " AS o LEFT JOIN pgcatalog_texts AS t ON t.zoid = o.zoid"
     " WHERE {site} AND (o.meta::text ~ %s OR t.body ~ %s) ORDER BY o.path"
 )

@@ -706,9 +706,12 @@ def drop_unheld_indexes(
     index names and meta_types) whose kind of column is computed from
     ``idx`` where the column is missing (``columns.COMPUTED_KINDS``); the
     names of the catalog indexes that had them.  Only a pair made by
-    schema 16 (its "t", which no other type makes) goes: a DateIndex of
-    another site so named keeps its "i".  Then ``create_schema`` makes what
-    serves them now.  ``conn`` is in autocommit mode."""
+    schema 16 (its "t", which no other type makes) goes: where no
+    FieldIndex so named has one, a DateIndex of another site so named
+    keeps its "i".  (Where both are, with a name too long for a column,
+    they shared the "i": the other site's upgrade step, or its
+    ``ensure_sql_indexes``, makes it again.)  ``create_schema`` first makes
+    what serves them now.  ``conn`` is in autocommit mode."""
     with conn.cursor() as cur:
         present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
     dropped = []
