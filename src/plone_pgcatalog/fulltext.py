@@ -585,6 +585,45 @@ def passage_ends(
     return at_start and shown[:3] == words[:3], at_end and shown[-3:] == words[-3:]
 
 
+#: A snippet of a text in ``_SCRIPTS`` (``mark_unspaced``): characters
+#: before its first match, and in all.
+_UNSPACED_LEAD = 40
+_UNSPACED_WIDTH = 160
+
+
+def mark_unspaced(passage: str, words: tuple[str, ...]) -> str | None:
+    """``passage`` around its first match of the search's ``words`` of
+    ``_SCRIPTS`` (pairs of characters, single ones), each match marked;
+    None if it holds none.  ``ts_headline`` marks none of them:
+    PostgreSQL's parser reads a run of these scripts as one word."""
+    spans = []
+    for word in {word for word in words if _IS_UNSPACED.match(word)}:
+        start = passage.find(word)
+        while start >= 0:
+            spans.append((start, start + len(word)))
+            start = passage.find(word, start + 1)
+    if not spans:
+        return None
+    spans.sort()
+    begin = max(0, spans[0][0] - _UNSPACED_LEAD)
+    end = min(len(passage), begin + _UNSPACED_WIDTH)
+    merged: list[list[int]] = []
+    for start, stop in spans:
+        start, stop = max(start, begin), min(stop, end)
+        if start >= stop:
+            continue
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+        else:
+            merged.append([start, stop])
+    parts, at = [], begin
+    for start, stop in merged:
+        parts += [passage[at:start], MARK_START, passage[start:stop], MARK_END]
+        at = stop
+    parts.append(passage[at:end])
+    return "".join(parts)
+
+
 def snippet_html(marked: str, text_starts: bool, text_ends: bool) -> str:
     """A snippet as HTML: the passage escaped, its matched words in
     ``<mark>``, an ellipsis where it does not begin or end the text."""

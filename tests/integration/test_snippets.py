@@ -213,3 +213,24 @@ def test_content_cataloged_before_gets_its_text_by_a_reindex(pg_layer):
     transaction.commit()
     snippets = _snippets(catalog, SearchableText="harbour")
     assert "<mark>harbour</mark> came in sight" in snippets["long"]
+
+
+def test_japanese_matches_are_marked(pg_layer):
+    """PostgreSQL's parser reads a run of Japanese as one word: the
+    matches are marked by ``fulltext.mark_unspaced``, and the passage
+    keeps them (a cut word at its start is at most 40 characters)."""
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    filler = "会議は火曜日に開かれ来年の予算について合意しました。" * 30
+    # No space before the match, one after it: a cut word taken off the
+    # passage's start up to that space would take the match.
+    _page(portal, "ja", f"<p>{filler}東京タワーは日本の電波塔です。 {filler}</p>")
+    _page(portal, "ja-short", "<p>金曜日の会議</p>")
+    transaction.commit()
+    catalog = portal.portal_catalog
+    snippet = _snippets(catalog, SearchableText="電波塔")["ja"]
+    assert "日本の<mark>電波塔</mark>です" in snippet
+    assert snippet.startswith("… ") and snippet.endswith(" …")
+    assert len(snippet) < 200
+    snippet = _snippets(catalog, SearchableText="金")["ja-short"]
+    assert snippet == "<mark>金</mark>曜日の会議"

@@ -16,6 +16,7 @@ from dataclasses import field
 from dataclasses import replace
 from plone_pgcatalog.fulltext import MARK_END
 from plone_pgcatalog.fulltext import MARK_START
+from plone_pgcatalog.fulltext import mark_unspaced
 from plone_pgcatalog.fulltext import passage_ends
 from plone_pgcatalog.query import exact_text
 from plone_pgcatalog.query import SearchSQL
@@ -553,7 +554,12 @@ def facet_statement(facets: list) -> tuple[sql.Composed, list]:
 # content site: 9 ms; 20 passages: well under 5).  The first match is the
 # first of the search's words (as typed and folded) or of their stems in
 # the text's language, found in the lowercased text; none found: the
-# text's beginning.  A cut word at either end of a passage is left out.
+# text's beginning.  A cut word at either end of a passage is left out
+# (at most 40 characters: Japanese, Chinese and Thai run on without
+# spaces, and the cut would take the match with it).  ``ts_headline``
+# marks no words of those scripts, or a whole run for a prefix: where the
+# search has such words and the passage holds them, they are marked in
+# Python instead (``fulltext.mark_unspaced``).
 # ``OFFSET 0`` keeps each lateral step a step: flattened, the first
 # match's search ran again for every use of its result (12 ms a page).
 SNIPPET_WINDOW = 600
@@ -578,8 +584,8 @@ _SNIPPETS = sql.SQL(
     " AS n), 1) - %(lead)s) AS start OFFSET 0) AS s"
     " CROSS JOIN LATERAL (SELECT regexp_replace(regexp_replace("
     "substr(t.body, s.start, %(window)s),"
-    " CASE WHEN s.start > 1 THEN '^\\S*\\s+' ELSE '^' END, ''),"
-    " CASE WHEN s.start + %(window)s <= length(t.body) THEN '\\s+\\S*$'"
+    " CASE WHEN s.start > 1 THEN '^\\S{{0,40}}\\s+' ELSE '^' END, ''),"
+    " CASE WHEN s.start + %(window)s <= length(t.body) THEN '\\s+\\S{{0,40}}$'"
     " ELSE '$' END, '') AS part OFFSET 0) AS w"
 ).format(texts=sql.Identifier(TEXTS))
 
@@ -629,6 +635,8 @@ def snippets(
     }
     found = {}
     for zoid, marked, part, starts, ends in _execute(conn, _SNIPPETS, params):
+        # A prefix of those scripts matches a whole run for ts_headline.
+        marked = mark_unspaced(part, words) or marked
         found[zoid] = Snippet(
             marked.strip(), *passage_ends(marked, part, bool(starts), bool(ends))
         )
