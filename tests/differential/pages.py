@@ -9,6 +9,7 @@ from collections.abc import Callable
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.textfield.value import RichTextValue
 
 import transaction
 
@@ -43,3 +44,16 @@ def build_pages(
             api.content.transition(obj=page, transition="publish")
     api.content.transition(obj=folder, transition="publish")
     transaction.commit()
+
+
+def add_documents(portal, documents: dict[str, dict]) -> None:
+    """Documents in the site, created as a Manager, not committed:
+    ``{id: fields}`` (``title``, ``description``, ``subject``..., and
+    ``text`` as HTML)."""
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    with api.env.adopt_roles(["Manager"]):
+        for page_id, fields in documents.items():
+            if "text" in fields:
+                html = RichTextValue(fields["text"], "text/html", "text/x-html-safe")
+                fields = {**fields, "text": html}
+            api.content.create(container=portal, type="Document", id=page_id, **fields)

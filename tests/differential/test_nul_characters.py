@@ -14,9 +14,8 @@ Each page is searched and sorted as ZCatalog does, before its commit
 from __future__ import annotations
 
 from plone import api
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
 from tests.conftest import collect_in
+from tests.differential.pages import add_documents
 from tests.differential.searched import before_and_after_commit
 from tests.differential.searched import ids_found
 
@@ -60,19 +59,14 @@ def _outcomes(catalog) -> dict:
 
 
 def _run(layer) -> dict:
-    portal = layer["portal"]
-    setRoles(portal, TEST_USER_ID, ["Manager"])
+    add_documents(
+        layer["portal"],
+        {
+            page_id: {"title": title, "description": description, "subject": subjects}
+            for page_id, title, description, subjects in PAGES
+        },
+    )
     catalog = api.portal.get_tool("portal_catalog")
-    with api.env.adopt_roles(["Manager"]):
-        for page_id, title, description, subjects in PAGES:
-            api.content.create(
-                container=portal,
-                type="Document",
-                id=page_id,
-                title=title,
-                description=description,
-                subject=subjects,
-            )
     return before_and_after_commit(lambda: _outcomes(catalog))
 
 

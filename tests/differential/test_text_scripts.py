@@ -16,10 +16,8 @@ ZCatalog finds, before the commit and after it.
 from __future__ import annotations
 
 from plone import api
-from plone.app.testing import setRoles
-from plone.app.testing import TEST_USER_ID
-from plone.app.textfield.value import RichTextValue
 from tests.conftest import collect_in
+from tests.differential.pages import add_documents
 from tests.differential.searched import before_and_after_commit
 from tests.differential.searched import ids_found
 
@@ -132,19 +130,18 @@ QUERIES = [
 
 
 def _run(layer) -> dict:
-    portal = layer["portal"]
-    setRoles(portal, TEST_USER_ID, ["Manager"])
+    add_documents(
+        layer["portal"],
+        {
+            page_id: {
+                "title": title,
+                "description": description,
+                "text": f"<p>{text}</p>",
+            }
+            for page_id, title, description, text in PAGES
+        },
+    )
     catalog = api.portal.get_tool("portal_catalog")
-    with api.env.adopt_roles(["Manager"]):
-        for page_id, title, description, text in PAGES:
-            api.content.create(
-                container=portal,
-                type="Document",
-                id=page_id,
-                title=title,
-                description=description,
-                text=RichTextValue(f"<p>{text}</p>", "text/html", "text/x-html-safe"),
-            )
     return before_and_after_commit(lambda: ids_found(catalog, QUERIES))
 
 

@@ -5,12 +5,12 @@ objects whose words change are read again."""
 
 from __future__ import annotations
 
-from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import fulltext
 from plone_pgcatalog import upgrades
 from plone_pgcatalog.store import schema
+from tests.differential.pages import add_documents
 from tests.integration.test_typed_columns import _query
 from tests.integration.test_typed_columns import _query_commit
 from tests.integration.test_upgrades import _upgrade_from
@@ -38,14 +38,13 @@ def test_18_to_19_reads_the_words_of_other_scripts_again(pg_layer, monkeypatch):
     setRoles(portal, TEST_USER_ID, ["Manager"])
     # Written as schema 17 wrote them.
     monkeypatch.setattr(fulltext, "words", upgrades._words_before_18)
-    for page_id, (title, description) in PAGES.items():
-        api.content.create(
-            container=portal,
-            type="Document",
-            id=page_id,
-            title=title,
-            description=description,
-        )
+    add_documents(
+        portal,
+        {
+            page_id: {"title": title, "description": description}
+            for page_id, (title, description) in PAGES.items()
+        },
+    )
     transaction.commit()
     monkeypatch.undo()
     dsn = pg_layer["pgcatalog_dsn"]
