@@ -76,9 +76,15 @@ def _folded(word: str) -> list[str]:
         # Most words of most texts: baseNormalize keeps them as they are.
         folded = word.lower()
         return folded.split("_") if "_" in folded else [folded]
+    return _WORD.findall(_normalized(word))
+
+
+def _normalized(word: str) -> str:
+    """``word`` as Plone's normalizer gives it (accents off if it starts
+    with a Latin letter, U+0041 to U+024F; lowercased), "_" a space."""
     if "\u0041" <= word[0] <= "\u024f":
         word = baseNormalize(word)
-    return _WORD.findall(word.lower().replace("_", " "))
+    return word.lower().replace("_", " ")
 
 
 def _pairs(run: str, alone: bool) -> list[str]:
@@ -305,10 +311,7 @@ def _query_words(text: str) -> list[str]:
         runs = [run for run in _RUNS.findall(word) if _WORD.search(run)]
         for position, run in enumerate(runs):
             if not _IS_UNSPACED.match(run):
-                run = run.lstrip("*?")
-                if "\u0041" <= run[0] <= "\u024f":
-                    run = baseNormalize(run)
-                found += _GLOB_PIECE.findall(run.lower().replace("_", " "))
+                found += _GLOB_PIECE.findall(_normalized(run.lstrip("*?")))
             elif len(run) == 1:
                 found.append(run + "*")
             else:

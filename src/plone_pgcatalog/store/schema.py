@@ -713,7 +713,10 @@ def drop_unheld_indexes(
     ``ensure_sql_indexes``, makes it again.)  ``create_schema`` first makes
     what serves them now.  ``conn`` is in autocommit mode."""
     with conn.cursor() as cur:
-        present = {name for _schema, name in _own_objects(cur, _OWN_INDEXES)}
+        present = {pair[1]: pair for pair in _own_objects(cur, _OWN_INDEXES)}
+        present_statistics = {
+            pair[1]: pair for pair in _own_objects(cur, _OWN_STATISTICS)
+        }
     dropped = []
     for index_name, meta_type in indexes:
         if column_kind(meta_type) not in columns.COMPUTED_KINDS:
@@ -721,21 +724,15 @@ def drop_unheld_indexes(
         if sql_index_name(index_name, "t") not in present:
             continue
         names = [sql_index_name(index_name, kind) for kind in UNHELD_KINDS]
-        statistics = [sql_index_name(index_name, "s" + kind) for kind in UNHELD_KINDS]
-        _run(
-            conn,
-            sql.SQL("; ").join(
-                [
-                    sql.SQL("DROP INDEX IF EXISTS {}").format(
-                        sql.SQL(", ").join(map(sql.Identifier, names))
-                    ),
-                    sql.SQL("DROP STATISTICS IF EXISTS {}").format(
-                        sql.SQL(", ").join(map(sql.Identifier, statistics))
-                    ),
-                ]
-            ),
-            lock_timeout,
-        )
+        statements = [drop_names("INDEX", [present[n] for n in names if n in present])]
+        statistics = [
+            present_statistics[name]
+            for name in (sql_index_name(index_name, "s" + k) for k in UNHELD_KINDS)
+            if name in present_statistics
+        ]
+        if statistics:
+            statements.append(drop_names("STATISTICS", statistics))
+        _run(conn, sql.SQL("; ").join(statements), lock_timeout)
         dropped.append(index_name)
     return dropped
 
