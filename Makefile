@@ -50,6 +50,7 @@ run: install
 # Ubuntu it is installed here; anywhere else make stops and says what to
 # install, rather than let the tests fail (they never skip).  apt-get update
 # only when the install fails: the package lists are usually fresh enough.
+# A CJK font comes with it, for screenshots of Japanese snippets (optional).
 chromium:
 	@if [ -n "$$PGCATALOG_CHROMIUM" ]; then \
 	  [ -x "$$PGCATALOG_CHROMIUM" ] && exit 0; \
@@ -64,7 +65,10 @@ chromium:
 	  echo "Installing Chromium for the browser tests (apt-get install chromium)"; \
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get install -y chromium || \
-	    { apt-get update && apt-get install -y chromium; }; \
+	    { apt-get update && apt-get install -y chromium; } || exit 1; \
+	  apt-get install -y fonts-noto-cjk >/dev/null 2>&1 || \
+	    echo "No CJK font (fonts-noto-cjk): screenshots of Japanese show" \
+	         "boxes; the tests read the page's text and are not affected."; \
 	else \
 	  echo "The browser tests need Chromium, which is not installed."; \
 	  echo "Install the package 'chromium' (Debian/Ubuntu: sudo apt-get install" \
