@@ -2,8 +2,8 @@
 
 Usage::
 
-    pgcatalog -C etc/zope.conf [--site Plone] rebuild
-    pgcatalog -C etc/zope.conf [--site Plone] reindex INDEX [INDEX ...]
+    pgcatalog -C etc/zope.conf [--site Plone] rebuild [--batch-size N]
+    pgcatalog -C etc/zope.conf [--site Plone] reindex [--batch-size N] INDEX...
     pgcatalog -C etc/zope.conf [--site Plone] verify [--repair] [--show N]
     pgcatalog -C etc/zope.conf [--site Plone] stats
 
@@ -15,7 +15,8 @@ progress bar drawn on a terminal (elsewhere the log lines of
 ``maintenance.ProgressLogHandler``).
 
 Catalog changes go through the tool's API (``rebuild``, which commits in
-batches, ``reindexIndex``, ``catalog_object``, ``uncatalog_object``) and
+batches, ``catalog_object``, ``uncatalog_object``) or ``maintenance``'s
+(``reindex_index`` in batches) and
 reach PostgreSQL when the command commits, through the state processor.
 ``verify`` and ``stats`` are ``health``'s, shared with the operators' pages.
 
@@ -319,7 +320,11 @@ def rebuild(tool, out: TextIO, handler, batch_size: int = 1000) -> int:
     return EXIT_OK
 
 
-def reindex(tool, names: list[str], out: TextIO, handler) -> int:
+def reindex(
+    tool, names: list[str], out: TextIO, handler, batch_size: int = 1000
+) -> int:
+    from plone_pgcatalog import maintenance
+
     valid = sorted(tool.indexes())
     unknown = [name for name in names if name not in valid]
     if unknown:
@@ -328,11 +333,14 @@ def reindex(tool, names: list[str], out: TextIO, handler) -> int:
             + ", ".join(valid)
         )
     names = list(dict.fromkeys(names))
-    tool.reindexIndex(names, None, pghandler=handler)
+    # Commits every batch_size objects (memory stays flat), the rest here.
+    count = maintenance.reindex_index(
+        tool, names, pghandler=handler, batch_size=batch_size
+    )
     commit(f"pgcatalog reindex {' '.join(names)} {_path(tool)}")
     out.write(
         f"reindexed {', '.join(names)} in the catalog of {tool.site_path()}:"
-        f" {len(tool)} objects\n"
+        f" {count} objects\n"
     )
     return EXIT_OK
 
@@ -411,17 +419,20 @@ def build_parser() -> argparse.ArgumentParser:
         " that are gone, committing in batches (queries keep the complete"
         " catalog meanwhile)",
     )
-    rebuild_parser.add_argument(
-        "--batch-size",
-        type=_positive,
-        default=1000,
-        metavar="N",
-        help="objects per transaction (default: 1000)",
-    )
     reindex_parser = commands.add_parser(
-        "reindex", help="read the given indexes again for every cataloged object"
+        "reindex",
+        help="read the given indexes again for every cataloged object,"
+        " committing in batches",
     )
     reindex_parser.add_argument("indexes", nargs="+", metavar="INDEX")
+    for batched in (rebuild_parser, reindex_parser):
+        batched.add_argument(
+            "--batch-size",
+            type=_positive,
+            default=1000,
+            metavar="N",
+            help="objects per transaction (default: 1000)",
+        )
     verify_parser = commands.add_parser(
         "verify",
         help="compare the catalog with the content: missing, orphan and stale"
@@ -473,7 +484,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if args.command == "rebuild":
             return rebuild(tool, out, handler, args.batch_size)
         if args.command == "reindex":
-            return reindex(tool, args.indexes, out, handler)
+            return reindex(tool, args.indexes, out, handler, args.batch_size)
         if args.command == "verify":
             return run_verify(tool, out, handler, args.repair, args.show)
         raise AssertionError(args.command)  # argparse allows no other
@@ -491,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
         err.write(f"pgcatalog: error: {exc}\n")
         return exc.code
     except KeyboardInterrupt:
-        if args.command == "rebuild":
+        if args.command in ("rebuild", "reindex"):
             # Committed batches hold correct rows; the old ones are still
             # there for the rest.
             err.write("pgcatalog: interrupted, batches committed so far stay\n")

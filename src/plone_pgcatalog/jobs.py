@@ -46,6 +46,9 @@ logger = logging.getLogger("plone_pgcatalog.jobs")
 KEEP = 20
 #: Runs of a job's work that conflicts with another transaction.
 ATTEMPTS = 3
+#: Objects per transaction of the jobs that commit in batches ("Update
+#: Catalog", reindexing): their memory stays flat on a large site.
+BATCH_SIZE = 1000
 
 
 class JobRunning(PGCatalogError):
@@ -271,10 +274,11 @@ def rebuild(tool, progress: JobProgress) -> str:
 def update(tool, progress: JobProgress) -> str:
     """Catalog again every object the catalog holds (ZCatalog's "Update
     Catalog")."""
+    from plone_pgcatalog.maintenance import refresh_catalog
+
     started = time.monotonic()
-    # Counted before: after the work, a search would send every pending row.
-    count = len(tool)
-    tool.refreshCatalog(clear=1, pghandler=progress)
+    # Committed in batches, each row replaced (never cleared first).
+    count = refresh_catalog(tool, pghandler=progress, batch_size=BATCH_SIZE)
     return f"{count} objects cataloged again in {_took(started)}"
 
 
@@ -314,9 +318,12 @@ def reindex(names: list[str]) -> Work:
     """Read the indexes ``names`` again for every cataloged object."""
 
     def work(tool, progress: JobProgress) -> str:
+        from plone_pgcatalog.maintenance import reindex_index
+
         started = time.monotonic()
-        count = len(tool)  # before the work (see ``update``)
-        tool.reindexIndex(list(names), None, pghandler=progress)
+        count = reindex_index(
+            tool, list(names), pghandler=progress, batch_size=BATCH_SIZE
+        )
         return f"{', '.join(names)} reindexed: {count} objects in {_took(started)}"
 
     return work

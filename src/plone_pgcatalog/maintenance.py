@@ -19,7 +19,10 @@ rows that it did not write (``PendingCatalog.keep_only``), so a reader
 sees every object at every moment.  ``clear_find_and_rebuild`` does it in
 the caller's transaction (its pending rows grow with the site);
 ``rebuild`` commits every ``batch_size`` objects (flat memory), retrying a
-batch that conflicts with a concurrent edit of one of its objects.
+batch that conflicts with a concurrent edit of one of its objects; so do
+``reindex_index`` and ``refresh_catalog`` when given a ``batch_size`` (the
+command line, the jobs, upgrade steps), which the tool's ZCatalog API
+does not give them.
 
 Must not import: ``tool`` (the tool calls this module, not the reverse) or
 SQL: rows are read through the tool's search API (``search`` only for the
@@ -33,6 +36,7 @@ from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
 from array import array
+from collections.abc import Callable
 from collections.abc import Iterator
 from plone_pgcatalog.errors import PGCatalogConfigurationError
 from plone_pgcatalog.errors import SearchTimeout
@@ -152,25 +156,38 @@ def resolve(tool, path: str):
     return obj if found == path else None
 
 
-def refresh_catalog(tool, clear=0, pghandler=None) -> None:
+def refresh_catalog(
+    tool,
+    clear=0,
+    pghandler=None,
+    batch_size: int | None = None,
+    attempts: int = BATCH_ATTEMPTS,
+) -> int:
     """Catalog again every object the catalog holds (ZCatalog's
     ``refreshCatalog``); rows of objects that no longer exist are dropped,
     with a log line.  ``clear`` empties the catalog first, as ZCatalog:
-    the same objects end up cataloged either way."""
+    the same objects end up cataloged either way.  The number of objects
+    cataloged again or dropped.
+
+    ``batch_size`` commits every ``batch_size`` objects, as
+    ``reindex_index``'s; then the catalog is never cleared first (readers
+    would see it empty until the last batch): each row is replaced by the
+    new one, which ends in the same catalog.
+    """
     paths = cataloged_paths(tool)
-    if clear:
+    cleared = clear and not batch_size
+    if cleared:
         tool.manage_catalogClear()
     if pghandler:
         pghandler.init(f"Refreshing catalog: {tool.absolute_url(1)}", len(paths))
-    for i, path in enumerate(paths):
-        if pghandler:
-            pghandler.report(i)
+
+    def refreshed(path: str) -> bool:
         obj = resolve(tool, path)
         if obj is None:
             logger.info("refreshCatalog: %s no longer exists, uncataloged", path)
-            if not clear:
+            if not cleared:
                 tool.uncatalog_object(path)
-            continue
+            return True
         try:
             # pghandler not passed on: ZCatalog only tells it about
             # subtransactions, which this catalog does not make.
@@ -182,18 +199,45 @@ def refresh_catalog(tool, clear=0, pghandler=None) -> None:
             raise
         except Exception:
             logger.exception("Recataloging object at %s failed", path)
+            return False
+        return True
+
+    # Reported from 0, as ZCatalog's refreshCatalog does.
+    done = _each_path(
+        tool, paths, refreshed, 0, "refresh", batch_size, attempts, pghandler
+    )
     if pghandler:
         pghandler.finish()
+    return done
 
 
-def reindex_index(tool, name, REQUEST=None, pghandler=None, paths=None) -> None:
+def reindex_index(
+    tool,
+    name,
+    REQUEST=None,
+    pghandler=None,
+    paths=None,
+    batch_size: int | None = None,
+    attempts: int = BATCH_ATTEMPTS,
+) -> int:
     """Read index ``name`` (or each of a list of names) again for every
     cataloged object (or those at ``paths``), merging it into the stored
     rows; metadata and the other indexes stay as they are (ZCatalog's
-    ``reindexIndex``).
+    ``reindexIndex``).  The number of objects read.
 
     An unknown name raises ``KeyError`` as ZCatalog's ``getIndex`` does,
     before anything is read (ZCatalog raises at the first object).
+
+    Without ``batch_size``, everything is in the caller's transaction: its
+    pending changes grow with the site (some 40 KB an object for
+    SearchableText), and savepoints keep them.  With it, the current
+    transaction is committed after every ``batch_size`` objects, and the
+    objects after the last full batch are left to the caller's commit
+    (memory stays flat; readers see each batch's rows once it commits):
+    only for callers that own the transaction (the command line, a job,
+    an upgrade step), never inside another operation.  A batch whose
+    commit conflicts with a concurrent edit of one of its objects is read
+    again from fresh objects, up to ``attempts`` times, as ``rebuild``'s.
     """
     idxs = (name,) if isinstance(name, str) else tuple(name)
     for index_name in idxs:
@@ -203,18 +247,106 @@ def reindex_index(tool, name, REQUEST=None, pghandler=None, paths=None) -> None:
         paths = cataloged_paths(tool)
     if pghandler:
         pghandler.init(f"reindexing {idxs}", len(paths))
-    for i, path in enumerate(paths, 1):
-        if pghandler:
-            pghandler.report(i)
+
+    def reindexed(path: str) -> bool:
         obj = resolve(tool, path)
         if obj is None:
             logger.error(
                 "reindexIndex could not resolve an object from the uid %r.", path
             )
-            continue
+            return False
         tool.catalog_object(obj, path, idxs=list(idxs), update_metadata=0)
+        return True
+
+    what = f"reindex {', '.join(idxs)}"
+    done = _each_path(tool, paths, reindexed, 1, what, batch_size, attempts, pghandler)
     if pghandler:
         pghandler.finish()
+    return done
+
+
+def _each_path(
+    tool,
+    paths: list[str],
+    write: Callable[[str], bool],
+    first: int,
+    what: str,
+    batch_size: int | None,
+    attempts: int,
+    pghandler,
+) -> int:
+    """``write(path)`` for each path, reported to ``pghandler`` from
+    ``first``; with ``batch_size``, a commit after every ``batch_size``
+    paths written (``write`` says whether it wrote: the paths it wrote in
+    a batch that conflicts are written again).  The number written."""
+    batch_size = max(int(batch_size), 1) if batch_size else 0
+    batch: list[str] = []
+    batches = done = 0
+    for i, path in enumerate(paths, first):
+        if pghandler:
+            pghandler.report(i)
+        if write(path):
+            batch.append(path)
+        if batch_size and len(batch) >= batch_size:
+            batches += 1
+            _commit_paths(tool, batch, write, what, batches, attempts, pghandler)
+            done += len(batch)
+            batch = []
+    return done + len(batch)
+
+
+def _commit_paths(
+    tool, batch: list[str], write, what: str, number: int, attempts, pghandler
+) -> None:
+    """Commit batch ``number`` of ``_each_path``; after a conflict, the
+    batch's paths are written again from fresh objects."""
+
+    def again(attempt: int) -> None:
+        if attempt > 1:
+            batch[:] = [path for path in batch if write(path)]
+
+    _commit_retrying(
+        again,
+        f"plone_pgcatalog {what} {tool.site_path()}: batch {number}",
+        attempts,
+        pghandler,
+        f"batch {number}",
+        lambda: f"writing its {len(batch)} objects again",
+    )
+    connection._jar(tool).cacheGC()
+    if pghandler:
+        pghandler.info(f"batch {number} committed ({len(batch)} objects)")
+
+
+def _commit_retrying(
+    prepare: Callable[[int], None],
+    note: str,
+    attempts: int,
+    pghandler,
+    label: str,
+    redo: Callable[[], str],
+) -> None:
+    """Commit the current transaction, batch ``label`` of a batched
+    operation: ``prepare(attempt)`` runs first; after a ``ConflictError``
+    the transaction is aborted and both run again, ``prepare`` then writing
+    the batch again from fresh objects, up to ``attempts`` times (then the
+    error is raised; the batches committed before stay).  ``redo()`` says
+    what is done again, for the progress handler."""
+    for attempt in range(1, attempts + 1):
+        try:
+            prepare(attempt)
+            transaction.get().note(note)
+            transaction.commit()
+            return
+        except ConflictError as exc:
+            transaction.abort()
+            if attempt == attempts:
+                raise
+            if pghandler:
+                pghandler.info(
+                    f"{label} conflicted ({type(exc).__name__}): {redo()}"
+                    f" ({attempt}/{attempts - 1})"
+                )
 
 
 def clear_index(tool, name: str, pghandler=None) -> int:
@@ -491,28 +623,24 @@ def _commit_batch(
     """Commit the batch of cataloged ``(path, zoid)``, cataloging it again
     from fresh objects after a conflict; the last batch also forgets the
     rows that the rebuild did not write."""
-    for attempt in range(1, attempts + 1):
-        try:
-            if attempt > 1:
-                batch = _catalog_again(run.tool, batch)
-            if final:
-                kept = array("q", run.written)
-                kept.extend(zoid for _, zoid in batch)
-                run.keep_only(kept)
-            number = run.batches + 1
-            transaction.get().note(
-                f"plone_pgcatalog rebuild {run.site_path}: batch {number}"
-            )
-            transaction.commit()
-            break
-        except ConflictError as exc:
-            transaction.abort()
-            if attempt == attempts:
-                raise
-            run.pghandler.info(
-                f"batch {number} conflicted ({type(exc).__name__}): cataloging"
-                f" its {len(batch)} objects again ({attempt}/{attempts - 1})"
-            )
+    number = run.batches + 1
+
+    def prepare(attempt: int) -> None:
+        if attempt > 1:
+            batch[:] = _catalog_again(run.tool, batch)
+        if final:
+            kept = array("q", run.written)
+            kept.extend(zoid for _, zoid in batch)
+            run.keep_only(kept)
+
+    _commit_retrying(
+        prepare,
+        f"plone_pgcatalog rebuild {run.site_path}: batch {number}",
+        attempts,
+        run.pghandler,
+        f"batch {number}",
+        lambda: f"cataloging its {len(batch)} objects again",
+    )
     run.written.extend(zoid for _, zoid in batch)
     run.collect_garbage()
     run.committed(len(batch))

@@ -538,8 +538,10 @@ def to_19(setup_tool) -> None:
     "Привет".
 
     The text indexes (ZCTextIndex: SearchableText, Title, Description and
-    an add-on's) of the objects whose words change are read again, in this
-    step's transaction, with progress in the log: the objects whose
+    an add-on's) of the objects whose words change are read again, with
+    progress in the log, committed every ``maintenance.DEFAULT_BATCH_SIZE``
+    objects (memory stays flat on a large site in Japanese, where that is
+    every object; the rest commits with the step): the objects whose
     metadata or text kept for snippets hold words that the two foldings
     make differently (none on a site whose texts are all in Latin script
     and whose words start with letters).  An add-on's text index of an
@@ -562,7 +564,11 @@ def to_19(setup_tool) -> None:
     )
     if paths:
         maintenance.reindex_index(
-            catalog, names, pghandler=maintenance.ProgressLogHandler(), paths=paths
+            catalog,
+            names,
+            pghandler=maintenance.ProgressLogHandler(),
+            paths=paths,
+            batch_size=maintenance.DEFAULT_BATCH_SIZE,
         )
     _after_commit(
         setup_tool,

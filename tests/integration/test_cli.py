@@ -276,10 +276,17 @@ def test_reindex_reads_the_given_index_again(site):
         " meta = jsonb_set(meta::jsonb, '{Title}', %s) WHERE path = %s",
         ('"wrong"', '"Wrong"', path),
     )
-    code, out, err = site.run("reindex", "Title")
+    code, out, err = site.run("reindex", "--batch-size", "7", "Title")
     assert code == 0, err
     rows = site.rows()
     assert out == f"reindexed Title in the catalog of /Plone: {len(rows)} objects\n"
+    # Committed every 7 objects (memory stays flat), the rest at the end.
+    notes = site.sql(
+        "SELECT description FROM transaction_log WHERE description LIKE %s",
+        ("plone_pgcatalog reindex Title /Plone: batch %",),
+    )
+    assert len(rows) > 7 and len(notes) == len(rows) // 7
+    assert "batch 1 committed (7 objects)" in err
     # Not a terminal: the progress goes to the log.
     assert "reindexing ('Title',): started" in err
     assert "reindexing ('Title',): done in" in err

@@ -323,6 +323,47 @@ def test_a_rebuild_job_commits_and_notes_the_time(pg_layer):
     assert overview.database(catalog).last_rebuild is not None
 
 
+def _batch_notes(portal, like: str) -> list[str]:
+    with _database(portal) as conn:
+        found = conn.execute(
+            "SELECT description FROM transaction_log WHERE description LIKE %s"
+            " ORDER BY tid",
+            (like,),
+        ).fetchall()
+    return [note for (note,) in found]
+
+
+def test_update_and_reindex_jobs_commit_in_batches(pg_layer, monkeypatch):
+    portal = pg_layer["portal"]
+    catalog = _content(portal)
+    portal.d.title = "Changed behind the catalog"
+    portal.news.n1.subject = ("land",)
+    portal.news._delObject("n2", suppress_events=True)  # its row stays behind
+    transaction.commit()
+    monkeypatch.setattr(jobs, "BATCH_SIZE", 2)
+    count = len(catalog)
+    job = jobs.wait(jobs.start(catalog, "Update", jobs.update))
+    assert job.state == "done", job.error
+    assert job.result.startswith(f"{count} objects cataloged again in ")
+    assert "batch 1 committed (2 objects)" in job.lines
+    assert len(_batch_notes(portal, "plone_pgcatalog refresh /plone: batch %")) == (
+        count // 2
+    )
+    transaction.begin()
+    assert [b.getPath() for b in catalog(Title="Changed")] == ["/plone/d"]
+    assert len(catalog) == count - 1  # n2's row went
+    portal.news.n0.subject = ("land",)
+    transaction.commit()
+    job = jobs.wait(jobs.start(catalog, "Reindex", jobs.reindex(["Subject"])))
+    assert job.state == "done", job.error
+    assert job.result.startswith(f"Subject reindexed: {count - 1} objects in ")
+    assert len(_batch_notes(portal, "plone_pgcatalog reindex Subject /plone: %")) == (
+        (count - 1) // 2
+    )
+    transaction.begin()
+    assert sorted(b.getId for b in catalog(Subject="land")) == ["n0", "n1"]
+
+
 def test_a_repair_job_fixes_what_verify_finds(pg_layer):
     portal = pg_layer["portal"]
     catalog = _content(portal)

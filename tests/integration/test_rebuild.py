@@ -1,5 +1,7 @@
 """The rebuild in place: ``clearFindAndRebuild`` (one transaction) and the
-batched ``rebuild`` (a commit every ``batch_size`` objects).
+batched ``rebuild`` (a commit every ``batch_size`` objects); the batched
+``reindex_index`` and ``refresh_catalog`` of the command line, the jobs
+and the upgrade steps.
 
 Readers on other connections keep the complete catalog while a batched
 rebuild runs, rows of objects that are gone are dropped at its end, the
@@ -19,6 +21,7 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.app.testing import TEST_USER_NAME
 from plone.dexterity.utils import createContent
+from plone_pgcatalog import maintenance
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.testing import SITE_ID
 from zope.component.hooks import setSite
@@ -383,7 +386,8 @@ def test_a_batch_that_conflicts_with_an_edit_is_cataloged_again(pg_layer):
 
 def _during_the_batch_of(portal, name, work):
     """A progress handler that runs ``work`` in another transaction once
-    the row of ``portal[name]`` is pending in the rebuild's batch."""
+    the row (or a reindex's patch) of ``portal[name]`` is pending in the
+    batch."""
     from ZODB.utils import u64
 
     done = []
@@ -392,7 +396,8 @@ def _during_the_batch_of(portal, name, work):
         pending = current_pending()
         if done or pending is None:
             return
-        if u64(portal[name]._p_oid) in pending.rows:
+        zoid = u64(portal[name]._p_oid)
+        if zoid in pending.rows or zoid in pending.patches:
             done.append(work())
 
     return Hooks(on_report=after_object), done
@@ -441,6 +446,169 @@ def test_a_batch_whose_folder_is_renamed_meanwhile_leaves_no_old_path(pg_layer):
     stored = set(_stored_titles(pg_layer))
     assert not [path for path in stored if path.startswith("/plone/f/")]
     assert {f"/plone/renamed/d{i}" for i in range(4)} <= stored
+
+
+# -- batched reindex and refresh ------------------------------------------------
+
+
+def _found_elsewhere(layer, **query) -> list[str]:
+    """The paths another connection's search finds (committed rows only)."""
+
+    def search(portal):
+        found = portal.portal_catalog.unrestrictedSearchResults(**query)
+        return sorted(brain.getPath() for brain in found)
+
+    return _in_other_thread(_with_site, layer["pgdb"], search)
+
+
+def _retitled_behind_the_catalog(portal, count: int) -> list[str]:
+    """Pages ``p0``... with new titles that only a reindex catalogs."""
+    _pages(portal, count)
+    for i in range(count):
+        portal[f"p{i}"].title = f"Renamed {i}"
+    transaction.commit()
+    return [f"/plone/p{i}" for i in range(count)]
+
+
+def test_batched_reindex_commits_full_batches_and_leaves_the_rest(pg_layer):
+    portal = pg_layer["portal"]
+    paths = _retitled_behind_the_catalog(portal, 10)
+    pending_sizes = []
+    seen_after_batches = []
+
+    def after_object(current):
+        pending = current_pending()
+        pending_sizes.append(len(pending.patches) + len(pending.rows) if pending else 0)
+
+    def after_batch(text):
+        seen_after_batches.append(_found_elsewhere(pg_layer, Title="Renamed"))
+
+    hooks = Hooks(on_report=after_object, on_info=after_batch)
+    done = maintenance.reindex_index(
+        portal.portal_catalog, "Title", pghandler=hooks, paths=paths, batch_size=4
+    )
+    assert done == 10
+    # Reported before each object is read (as ZCatalog's reindexIndex):
+    # the fourth is read, and its batch committed, after its report.
+    assert max(pending_sizes) == 3
+    assert hooks.committed_batches() == [
+        "batch 1 committed (4 objects)",
+        "batch 2 committed (4 objects)",
+    ]
+    # Each full batch is a transaction of its own, named in the log, and
+    # readers elsewhere see it as it commits.
+    notes = _sql(
+        pg_layer,
+        "SELECT description FROM transaction_log WHERE description LIKE %s"
+        " ORDER BY tid",
+        ("plone_pgcatalog reindex Title /plone: batch %",),
+    )
+    assert [note for (note,) in notes] == [
+        "plone_pgcatalog reindex Title /plone: batch 1",
+        "plone_pgcatalog reindex Title /plone: batch 2",
+    ]
+    assert seen_after_batches == [paths[:4], sorted(paths[:8])]
+    # The last two are the caller's: not committed until it commits.
+    assert _found_elsewhere(pg_layer, Title="Renamed") == sorted(paths[:8])
+    transaction.commit()
+    assert _found_elsewhere(pg_layer, Title="Renamed") == sorted(paths)
+    # Metadata stays as it was (ZCatalog's reindexIndex).
+    assert _stored_titles(pg_layer)["/plone/p9"] == "Page 9"
+
+
+def test_batched_reindex_keeps_memory_within_a_batch(pg_layer):
+    portal = pg_layer["portal"]
+    paths = _retitled_behind_the_catalog(portal, 12)
+    jar = portal._p_jar
+    peak = {"pending": 0, "cache": 0}
+
+    def after_object(current):
+        pending = current_pending()
+        held = len(pending.patches) + len(pending.rows) if pending else 0
+        peak["pending"] = max(peak["pending"], held)
+
+    def after_batch(text):
+        peak["cache"] = max(peak["cache"], jar._cache.cache_non_ghost_count)
+
+    jar._cache.cache_size = 5  # the pages outnumber it
+    jar.cacheMinimize()
+    hooks = Hooks(on_report=after_object, on_info=after_batch)
+    maintenance.reindex_index(
+        portal.portal_catalog, ["Title"], pghandler=hooks, paths=paths, batch_size=3
+    )
+    transaction.commit()
+    assert peak["pending"] == 2  # seen before the batch's third is read
+    # Garbage-collected after each batch: the site's objects on the path
+    # and at most one batch of pages, not all twelve.
+    assert 0 < peak["cache"] < 12
+    assert _found_elsewhere(pg_layer, Title="Renamed") == sorted(paths)
+
+
+def test_a_batched_reindex_reads_a_conflicting_batch_again(pg_layer):
+    portal = pg_layer["portal"]
+    paths = _retitled_behind_the_catalog(portal, 6)
+
+    def edit(site):
+        site.p3.title = "Edited meanwhile"  # only the reindex catalogs it
+
+    hooks, done = _during_the_batch_of(
+        portal, "p3", lambda: _in_other_thread(_with_site, pg_layer["pgdb"], edit)
+    )
+    maintenance.reindex_index(
+        portal.portal_catalog, "Title", pghandler=hooks, paths=paths, batch_size=6
+    )
+    assert done
+    conflicts = [c[1] for c in hooks.calls if c[0] == "info" and "conflicted" in c[1]]
+    assert conflicts == [
+        "batch 1 conflicted (ReadConflictError): writing its 6 objects again (1/4)"
+    ]
+    assert _found_elsewhere(pg_layer, Title="meanwhile") == ["/plone/p3"]
+    assert len(_found_elsewhere(pg_layer, Title="Renamed")) == 5
+
+
+def test_a_batched_reindex_leaves_no_row_of_an_object_removed_meanwhile(pg_layer):
+    portal = pg_layer["portal"]
+    paths = _retitled_behind_the_catalog(portal, 6)
+    hooks, done = _during_the_batch_of(
+        portal,
+        "p3",
+        lambda: _in_other_thread(_with_site, pg_layer["pgdb"], _remove_without_storing),
+    )
+    count = maintenance.reindex_index(
+        portal.portal_catalog, "Title", pghandler=hooks, paths=paths, batch_size=6
+    )
+    transaction.commit()
+    assert done
+    assert count == 5
+    stored = _stored_titles(pg_layer)
+    assert "/plone/p3" not in stored and "/plone/p4" in stored
+    assert "/plone/p3" not in _found_elsewhere(pg_layer, Title="Renamed")
+
+
+def test_batched_refresh_never_clears_and_drops_the_rows_of_gone_objects(pg_layer):
+    portal = pg_layer["portal"]
+    _retitled_behind_the_catalog(portal, 8)
+    portal._delObject("p1", suppress_events=True)  # its row stays behind
+    transaction.commit()
+    catalog = portal.portal_catalog
+    before = len(catalog)
+    counts = []
+    hooks = Hooks(
+        on_info=lambda text: counts.append(
+            len(_found_elsewhere(pg_layer, path="/plone"))
+        )
+    )
+    done = maintenance.refresh_catalog(catalog, clear=1, pghandler=hooks, batch_size=3)
+    transaction.commit()
+    assert done == before
+    assert len(counts) == before // 3
+    # Never empty: each batch replaced rows, the gone page's row went with
+    # the batch that found it gone.
+    assert all(count >= before - 1 for count in counts), counts
+    stored = _stored_titles(pg_layer)
+    assert "/plone/p1" not in stored
+    assert stored["/plone/p7"] == "Renamed 7"  # metadata too
+    assert len(stored) == before - 1
 
 
 # -- entry points -----------------------------------------------------------------

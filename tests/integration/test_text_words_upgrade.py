@@ -8,6 +8,7 @@ from __future__ import annotations
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog import fulltext
+from plone_pgcatalog import maintenance
 from plone_pgcatalog import upgrades
 from plone_pgcatalog.store import schema
 from tests.differential.pages import add_documents
@@ -67,7 +68,15 @@ def test_18_to_19_reads_the_words_of_other_scripts_again(pg_layer, monkeypatch):
         "/plone/ru",
     ]
 
+    # Three objects, batches of two: one batch commits on its own (memory
+    # stays flat on a large site), the last object with the step.
+    monkeypatch.setattr(maintenance, "DEFAULT_BATCH_SIZE", 2)
     _upgrade_from(portal, "18")
+    assert _query(
+        dsn,
+        "SELECT count(*) FROM transaction_log WHERE description LIKE %s",
+        ("plone_pgcatalog reindex %/plone: batch %",),
+    ) == [(1,)]
     assert _ids(catalog, SearchableText="日本") == ["ja", "ja-escaped"]
     assert _ids(catalog, Description="日本") == ["ja"]
     assert _ids(catalog, Title="タワー") == ["ja"]
