@@ -278,7 +278,12 @@ def _each_path(
     """``write(path)`` for each path, reported to ``pghandler`` from
     ``first``; with ``batch_size``, a commit after every ``batch_size``
     paths written (``write`` says whether it wrote: the paths it wrote in
-    a batch that conflicts are written again).  The number written."""
+    a batch that conflicts are written again).  The number written.
+
+    Without ``batch_size`` the ZODB cache is garbage-collected every
+    ``DEFAULT_BATCH_SIZE`` paths, as ZCatalog does at its subtransactions:
+    the objects read are let go (the pending changes stay until the
+    commit)."""
     batch_size = max(int(batch_size), 1) if batch_size else 0
     batch: list[str] = []
     batches = done = 0
@@ -287,6 +292,8 @@ def _each_path(
             pghandler.report(i)
         if write(path):
             batch.append(path)
+        if not batch_size and (i - first + 1) % DEFAULT_BATCH_SIZE == 0:
+            connection._jar(tool).cacheGC()
         if batch_size and len(batch) >= batch_size:
             batches += 1
             _commit_paths(tool, batch, write, what, batches, attempts, pghandler)

@@ -544,6 +544,42 @@ def test_batched_reindex_keeps_memory_within_a_batch(pg_layer):
     assert _found_elsewhere(pg_layer, Title="Renamed") == sorted(paths)
 
 
+def test_reindex_index_in_one_transaction_lets_the_objects_read_go(
+    pg_layer, monkeypatch
+):
+    """ZCatalog's API (one transaction): the pending changes stay until the
+    commit, the objects read are garbage-collected as it goes."""
+    portal = pg_layer["portal"]
+    paths = _retitled_behind_the_catalog(portal, 12)
+    jar = portal._p_jar
+    jar._cache.cache_size = 5
+
+    def cached_while_reindexing(every: int) -> list[int]:
+        monkeypatch.setattr(maintenance, "DEFAULT_BATCH_SIZE", every)
+        cached = []
+        hooks = Hooks(
+            on_report=lambda current: cached.append(jar._cache.cache_non_ghost_count)
+        )
+        transaction.abort()
+        jar.cacheMinimize()
+        portal.portal_catalog.reindexIndex("Title", None, pghandler=hooks)
+        assert len(current_pending().patches) >= 12
+        return cached
+
+    kept = cached_while_reindexing(10**6)
+    collected = cached_while_reindexing(3)
+    transaction.commit()
+    # Every third object the cache is back to its size: not what all the
+    # objects read so far hold.
+    assert len(kept) == len(collected) > 12
+    assert all(k > 5 for k in kept[4:]), kept
+    # Reported before each object is read: the 4th, 7th... come after a
+    # collection.
+    assert [c for c in collected[3::3] if c > 5] == [], collected
+    assert collected[-1] < kept[-1] / 2, (collected, kept)
+    assert _found_elsewhere(pg_layer, Title="Renamed") == sorted(paths)
+
+
 def test_a_batched_reindex_reads_a_conflicting_batch_again(pg_layer):
     portal = pg_layer["portal"]
     paths = _retitled_behind_the_catalog(portal, 6)
