@@ -172,7 +172,8 @@ def refresh_catalog(
     ``batch_size`` commits every ``batch_size`` objects, as
     ``reindex_index``'s; then the catalog is never cleared first (readers
     would see it empty until the last batch): each row is replaced by the
-    new one, which ends in the same catalog.
+    new one, and with ``clear`` an object that fails to catalog loses its
+    row, which ends in the same catalog.
     """
     paths = cataloged_paths(tool)
     cleared = clear and not batch_size
@@ -199,6 +200,10 @@ def refresh_catalog(
             raise
         except Exception:
             logger.exception("Recataloging object at %s failed", path)
+            if clear and not cleared:
+                # Where clearing first would have left it out.
+                tool.uncatalog_object(path)
+                return True
             return False
         return True
 

@@ -13,6 +13,7 @@ every object) is where the tests look in while it runs.
 
 from __future__ import annotations
 
+from Acquisition import aq_base
 from concurrent.futures import ThreadPoolExecutor
 from plone import api
 from plone.app.testing import login
@@ -621,12 +622,26 @@ def test_a_batched_reindex_leaves_no_row_of_an_object_removed_meanwhile(pg_layer
     assert "/plone/p3" not in _found_elsewhere(pg_layer, Title="Renamed")
 
 
-def test_batched_refresh_never_clears_and_drops_the_rows_of_gone_objects(pg_layer):
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_refresh_with_clear_drops_the_rows_of_gone_and_failing_objects(
+    pg_layer, monkeypatch, batch_size
+):
+    """ZCatalog's ``refreshCatalog(clear=1)``: what is gone or fails to
+    catalog has no row after it.  In batches, without clearing first."""
     portal = pg_layer["portal"]
     _retitled_behind_the_catalog(portal, 8)
     portal._delObject("p1", suppress_events=True)  # its row stays behind
     transaction.commit()
     catalog = portal.portal_catalog
+    tool_class = type(aq_base(catalog))
+    catalog_object = tool_class.catalog_object
+
+    def failing_for_p2(self, obj, uid=None, *args, **kw):
+        if uid == "/plone/p2":
+            raise ValueError("an indexer that fails")
+        return catalog_object(self, obj, uid, *args, **kw)
+
+    monkeypatch.setattr(tool_class, "catalog_object", failing_for_p2)
     before = len(catalog)
     counts = []
     hooks = Hooks(
@@ -634,17 +649,23 @@ def test_batched_refresh_never_clears_and_drops_the_rows_of_gone_objects(pg_laye
             len(_found_elsewhere(pg_layer, path="/plone"))
         )
     )
-    done = maintenance.refresh_catalog(catalog, clear=1, pghandler=hooks, batch_size=3)
+    done = maintenance.refresh_catalog(
+        catalog, clear=1, pghandler=hooks, batch_size=batch_size
+    )
     transaction.commit()
-    assert done == before
-    assert len(counts) == before // 3
-    # Never empty: each batch replaced rows, the gone page's row went with
-    # the batch that found it gone.
-    assert all(count >= before - 1 for count in counts), counts
     stored = _stored_titles(pg_layer)
-    assert "/plone/p1" not in stored
+    assert "/plone/p1" not in stored and "/plone/p2" not in stored
     assert stored["/plone/p7"] == "Renamed 7"  # metadata too
-    assert len(stored) == before - 1
+    assert len(stored) == before - 2
+    if batch_size:
+        assert done == before
+        assert len(counts) == before // 3
+        # Never empty: each batch replaced rows; the rows of p1 and p2
+        # went with the batch that found them gone or failing.
+        assert all(count >= before - 2 for count in counts), counts
+    else:
+        assert done == before - 1  # p2 failed
+        assert counts == []
 
 
 # -- entry points -----------------------------------------------------------------
