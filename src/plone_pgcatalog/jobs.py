@@ -279,7 +279,7 @@ def update(tool, progress: JobProgress) -> str:
     started = time.monotonic()
     # Committed in batches, each row replaced (never cleared first).
     count = refresh_catalog(tool, pghandler=progress, batch_size=BATCH_SIZE)
-    return f"{count} objects cataloged again in {_took(started)}"
+    return f"{count} objects cataloged again or dropped in {_took(started)}"
 
 
 def _verified(tool, progress: JobProgress):

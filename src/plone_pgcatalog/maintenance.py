@@ -63,8 +63,9 @@ except ImportError:  # an add-on since Plone 6.1, not always there
 
 #: objects between two progress log lines of the tool's own handler
 DEFAULT_STEPS = 1000
-#: objects per transaction of a batched rebuild (``rebuild``), and between
-#: two garbage collections of the ZODB cache in ``clear_find_and_rebuild``
+#: objects per transaction of a batched rebuild, reindex or refresh (the
+#: command line, the jobs, upgrade steps), and between two garbage
+#: collections of the ZODB cache where one transaction does it all
 DEFAULT_BATCH_SIZE = 1000
 #: tries of a batch whose commit conflicts with another transaction
 BATCH_ATTEMPTS = 5
@@ -209,7 +210,14 @@ def refresh_catalog(
 
     # Reported from 0, as ZCatalog's refreshCatalog does.
     done = _each_path(
-        tool, paths, refreshed, 0, "refresh", batch_size, attempts, pghandler
+        tool,
+        paths,
+        refreshed,
+        first=0,
+        what="refresh",
+        batch_size=batch_size,
+        attempts=attempts,
+        pghandler=pghandler,
     )
     if pghandler:
         pghandler.finish()
@@ -234,15 +242,16 @@ def reindex_index(
     before anything is read (ZCatalog raises at the first object).
 
     Without ``batch_size``, everything is in the caller's transaction: its
-    pending changes grow with the site (some 40 KB an object for
-    SearchableText), and savepoints keep them.  With it, the current
-    transaction is committed after every ``batch_size`` objects, and the
-    objects after the last full batch are left to the caller's commit
-    (memory stays flat; readers see each batch's rows once it commits):
-    only for callers that own the transaction (the command line, a job,
-    an upgrade step), never inside another operation.  A batch whose
-    commit conflicts with a concurrent edit of one of its objects is read
-    again from fresh objects, up to ``attempts`` times, as ``rebuild``'s.
+    pending changes grow with the site (some 16 KB an object for a page's
+    SearchableText), and savepoints keep them.  With it, what the current
+    transaction holds is committed first, then every ``batch_size``
+    objects, and the objects after the last full batch are left to the
+    caller's commit (memory stays flat; readers see each batch's rows once
+    it commits): only for callers that own the transaction (the command
+    line, a job, an upgrade step), never inside another operation.  A
+    batch whose commit conflicts with a concurrent edit of one of its
+    objects is read again from fresh objects, up to ``attempts`` times, as
+    ``rebuild``'s.
     """
     idxs = (name,) if isinstance(name, str) else tuple(name)
     for index_name in idxs:
@@ -263,8 +272,16 @@ def reindex_index(
         tool.catalog_object(obj, path, idxs=list(idxs), update_metadata=0)
         return True
 
-    what = f"reindex {', '.join(idxs)}"
-    done = _each_path(tool, paths, reindexed, 1, what, batch_size, attempts, pghandler)
+    done = _each_path(
+        tool,
+        paths,
+        reindexed,
+        first=1,
+        what=f"reindex {', '.join(idxs)}",
+        batch_size=batch_size,
+        attempts=attempts,
+        pghandler=pghandler,
+    )
     if pghandler:
         pghandler.finish()
     return done
@@ -274,6 +291,7 @@ def _each_path(
     tool,
     paths: list[str],
     write: Callable[[str], bool],
+    *,
     first: int,
     what: str,
     batch_size: int | None,
@@ -285,11 +303,18 @@ def _each_path(
     paths written (``write`` says whether it wrote: the paths it wrote in
     a batch that conflicts are written again).  The number written.
 
+    Before the first batch, what the transaction holds is committed on its
+    own: a batch that conflicts is aborted, which must not take the
+    caller's earlier changes with it (an upgrade step's: the steps that
+    ran before it in the same transaction).
+
     Without ``batch_size`` the ZODB cache is garbage-collected every
     ``DEFAULT_BATCH_SIZE`` paths, as ZCatalog does at its subtransactions:
     the objects read are let go (the pending changes stay until the
     commit)."""
     batch_size = max(int(batch_size), 1) if batch_size else 0
+    if batch_size:
+        transaction.commit()
     batch: list[str] = []
     batches = done = 0
     for i, path in enumerate(paths, first):
@@ -308,10 +333,17 @@ def _each_path(
 
 
 def _commit_paths(
-    tool, batch: list[str], write, what: str, number: int, attempts, pghandler
+    tool,
+    batch: list[str],
+    write: Callable[[str], bool],
+    what: str,
+    number: int,
+    attempts: int,
+    pghandler,
 ) -> None:
     """Commit batch ``number`` of ``_each_path``; after a conflict, the
-    batch's paths are written again from fresh objects."""
+    batch's paths are written again from fresh objects.  The commit lets
+    the ZODB cache shrink back to its size."""
 
     def again(attempt: int) -> None:
         if attempt > 1:
@@ -322,10 +354,9 @@ def _commit_paths(
         f"plone_pgcatalog {what} {tool.site_path()}: batch {number}",
         attempts,
         pghandler,
-        f"batch {number}",
-        lambda: f"writing its {len(batch)} objects again",
+        label=f"batch {number}",
+        retry_text=lambda: f"writing its {len(batch)} objects again",
     )
-    connection._jar(tool).cacheGC()
     if pghandler:
         pghandler.info(f"batch {number} committed ({len(batch)} objects)")
 
@@ -335,15 +366,16 @@ def _commit_retrying(
     note: str,
     attempts: int,
     pghandler,
+    *,
     label: str,
-    redo: Callable[[], str],
+    retry_text: Callable[[], str],
 ) -> None:
     """Commit the current transaction, batch ``label`` of a batched
     operation: ``prepare(attempt)`` runs first; after a ``ConflictError``
     the transaction is aborted and both run again, ``prepare`` then writing
     the batch again from fresh objects, up to ``attempts`` times (then the
-    error is raised; the batches committed before stay).  ``redo()`` says
-    what is done again, for the progress handler."""
+    error is raised; the batches committed before stay).  ``retry_text()``
+    says what is done again, for the progress handler."""
     for attempt in range(1, attempts + 1):
         try:
             prepare(attempt)
@@ -356,7 +388,7 @@ def _commit_retrying(
                 raise
             if pghandler:
                 pghandler.info(
-                    f"{label} conflicted ({type(exc).__name__}): {redo()}"
+                    f"{label} conflicted ({type(exc).__name__}): {retry_text()}"
                     f" ({attempt}/{attempts - 1})"
                 )
 
@@ -593,8 +625,9 @@ def rebuild(
     """``clear_find_and_rebuild`` that commits every ``batch_size`` objects;
     the number of objects cataloged.
 
-    Commits the current transaction: only for callers that own it (the
-    command line, a ZMI button), never inside another operation.  Memory
+    Commits the current transaction (what it holds first, on its own: see
+    ``_each_path``): only for callers that own it (the command line, a ZMI
+    button), never inside another operation.  Memory
     stays flat: after each commit no pending row is left and the ZODB
     cache is garbage-collected; the rebuild keeps 8 bytes per object (the
     zoids it wrote), which the last batch's commit uses to forget the rows
@@ -608,6 +641,7 @@ def rebuild(
     committed batches stay (the catalog is as correct as before them).
     """
     batch_size = max(int(batch_size), 1)
+    transaction.commit()
     run = _Rebuild(tool, pghandler)
     batch: list[tuple[str, int]] = []  # (path, zoid) of this batch's objects
     for obj in content_objects(tool):
@@ -650,8 +684,8 @@ def _commit_batch(
         f"plone_pgcatalog rebuild {run.site_path}: batch {number}",
         attempts,
         run.pghandler,
-        f"batch {number}",
-        lambda: f"cataloging its {len(batch)} objects again",
+        label=f"batch {number}",
+        retry_text=lambda: f"cataloging its {len(batch)} objects again",
     )
     run.written.extend(zoid for _, zoid in batch)
     run.collect_garbage()

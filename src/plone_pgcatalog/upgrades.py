@@ -538,13 +538,16 @@ def to_19(setup_tool) -> None:
     "Привет".
 
     The text indexes (ZCTextIndex: SearchableText, Title, Description and
-    an add-on's) of the objects whose words change are read again, with
-    progress in the log, committed every ``maintenance.DEFAULT_BATCH_SIZE``
-    objects (memory stays flat on a large site in Japanese, where that is
-    every object; the rest commits with the step): the objects whose
-    metadata or text kept for snippets hold words that the two foldings
-    make differently (none on a site whose texts are all in Latin script
-    and whose words start with letters).  An add-on's text index of an
+    an add-on's) of the objects whose words change are read again: the
+    objects whose metadata or text kept for snippets hold words that the
+    two foldings make differently (none on a site whose texts are all in
+    Latin script and whose words start with letters).  With progress in
+    the log, committed every ``maintenance.DEFAULT_BATCH_SIZE`` objects
+    (memory stays flat on a large site in Japanese, where that is every
+    object; the rest commits with the step).  So this step commits the
+    upgrade's transaction as it goes (the steps before it first): an
+    upgrade interrupted here keeps what it committed, and the next run of
+    it reads those objects again.  An add-on's text index of an
     attribute that is neither in the metadata nor in SearchableText is
     read again by ``reindexIndex`` if its texts hold other scripts.
     """

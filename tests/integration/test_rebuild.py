@@ -539,8 +539,9 @@ def test_batched_reindex_keeps_memory_within_a_batch(pg_layer):
     )
     transaction.commit()
     assert peak["pending"] == 2  # seen before the batch's third is read
-    # Garbage-collected after each batch: the site's objects on the path
-    # and at most one batch of pages, not all twelve.
+    # Each batch's commit lets the cache shrink back to its size: the
+    # site's objects on the path and at most one batch of pages, not all
+    # twelve.
     assert 0 < peak["cache"] < 12
     assert _found_elsewhere(pg_layer, Title="Renamed") == sorted(paths)
 
@@ -601,6 +602,36 @@ def test_a_batched_reindex_reads_a_conflicting_batch_again(pg_layer):
     ]
     assert _found_elsewhere(pg_layer, Title="meanwhile") == ["/plone/p3"]
     assert len(_found_elsewhere(pg_layer, Title="Renamed")) == 5
+
+
+def test_a_conflicting_first_batch_keeps_what_the_caller_changed_before(pg_layer):
+    """An upgrade step's batches come after the steps before it in the
+    same transaction: a batch aborted after a conflict must not take their
+    changes with it."""
+    portal = pg_layer["portal"]
+    paths = _retitled_behind_the_catalog(portal, 6)
+    portal.manage_changeProperties(title="Changed by an earlier step")
+
+    def edit(site):
+        site.p3.title = "Edited meanwhile"
+
+    hooks, done = _during_the_batch_of(
+        portal, "p3", lambda: _in_other_thread(_with_site, pg_layer["pgdb"], edit)
+    )
+    maintenance.reindex_index(
+        portal.portal_catalog, "Title", pghandler=hooks, paths=paths, batch_size=6
+    )
+    transaction.commit()
+    assert done
+    assert any("conflicted" in c[1] for c in hooks.calls if c[0] == "info")
+
+    def site_title(site):
+        return site.title
+
+    assert _in_other_thread(_with_site, pg_layer["pgdb"], site_title) == (
+        "Changed by an earlier step"
+    )
+    assert _found_elsewhere(pg_layer, Title="meanwhile") == ["/plone/p3"]
 
 
 def test_a_batched_reindex_leaves_no_row_of_an_object_removed_meanwhile(pg_layer):
