@@ -167,21 +167,16 @@ def _run_backend(backend: str, args, workdir: Path) -> dict:
     dsn = run.create_database(args.dsn, name)
     out = workdir / f"{backend}.json"
     try:
+        options = {
+            "--worker": backend,
+            "--dsn": dsn,
+            "--docs": args.docs,
+            "--instance": workdir / f"instance-{backend}",
+            "--out": out,
+        }
         subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--worker",
-                backend,
-                "--dsn",
-                dsn,
-                "--docs",
-                str(args.docs),
-                "--instance",
-                str(workdir / f"instance-{backend}"),
-                "--out",
-                str(out),
-            ],
+            [sys.executable, __file__]
+            + [str(part) for option in options.items() for part in option],
             env={**os.environ, "PGCATALOG_RESULT_CACHE": "off"},
             check=True,
             timeout=1800 + 2 * args.docs,
