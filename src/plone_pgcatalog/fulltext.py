@@ -594,11 +594,23 @@ _UNSPACED_LEAD = 40
 _UNSPACED_WIDTH = 160
 
 
-def mark_unspaced(passage: str, words: tuple[str, ...]) -> str | None:
+#: A letter or digit of a word that is not of ``_SCRIPTS``: "Plone" is a
+#: word of its own in "Plone入門", as Plone's lexicon splits it.
+_SPACED_LETTER = f"[^\\W{_UNSPACED}]"
+
+
+def mark_unspaced(
+    passage: str, words: tuple[str, ...], prefixes: frozenset[str] = frozenset()
+) -> str | None:
     """``passage`` around its first match of the search's ``words`` of
     ``_SCRIPTS`` (pairs of characters, single ones), each match marked;
     None if it holds none.  ``ts_headline`` marks none of them:
-    PostgreSQL's parser reads a run of these scripts as one word."""
+    PostgreSQL's parser reads a run of these scripts as one word.
+
+    The search's other words are marked too, in any case, where a word of
+    the passage is one of them or, for ``prefixes``, begins with one (a
+    search for "Plone 入門" marks both; their stems, which ``ts_headline``
+    marks in a passage without those scripts, are not)."""
     spans = []
     for word in {word for word in words if _IS_UNSPACED.match(word)}:
         start = passage.find(word)
@@ -607,6 +619,13 @@ def mark_unspaced(passage: str, words: tuple[str, ...]) -> str | None:
             start = passage.find(word, start + 1)
     if not spans:
         return None
+    for word in {word for word in words if not _IS_UNSPACED.match(word)}:
+        rest = f"{_SPACED_LETTER}*" if word in prefixes else ""
+        pattern = re.compile(
+            f"(?<!{_SPACED_LETTER}){re.escape(word)}{rest}(?!{_SPACED_LETTER})",
+            re.IGNORECASE,
+        )
+        spans += [found.span() for found in pattern.finditer(passage)]
     spans.sort()
     begin = max(0, spans[0][0] - _UNSPACED_LEAD)
     end = min(len(passage), begin + _UNSPACED_WIDTH)

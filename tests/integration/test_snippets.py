@@ -234,3 +234,29 @@ def test_japanese_matches_are_marked(pg_layer):
     assert len(snippet) < 200
     snippet = _snippets(catalog, SearchableText="金")["ja-short"]
     assert snippet == "<mark>金</mark>曜日の会議"
+
+
+def test_latin_and_japanese_words_of_one_search_are_both_marked(pg_layer):
+    """A Japanese site's search often names a product in Latin letters:
+    both its words are marked in the passage (as Plone's lexicon splits
+    "Plone入門", "Plone" is a word of its own)."""
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    _page(
+        portal,
+        "mixed",
+        "<p>今月の勉強会ではPlone入門の本を読みました。Plonesの話とKÖLNの話も。</p>",
+    )
+    transaction.commit()
+    catalog = portal.portal_catalog
+    # As Plone's search form sends it: a wildcard after each word.
+    snippet = _snippets(catalog, SearchableText="Plone* 入門*")["mixed"]
+    assert snippet == (
+        "今月の勉強会では<mark>Plone入門</mark>の本を読みました。"
+        "<mark>Plones</mark>の話とKÖLNの話も。"
+    )
+    snippet = _snippets(catalog, SearchableText="köln 勉強")["mixed"]
+    assert snippet == (
+        "今月の<mark>勉強</mark>会ではPlone入門の本を読みました。"
+        "Plonesの話と<mark>KÖLN</mark>の話も。"
+    )

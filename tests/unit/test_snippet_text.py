@@ -8,6 +8,7 @@ from plone_pgcatalog.fulltext import highlight
 from plone_pgcatalog.fulltext import IndexedText
 from plone_pgcatalog.fulltext import MARK_END
 from plone_pgcatalog.fulltext import MARK_START
+from plone_pgcatalog.fulltext import mark_unspaced
 from plone_pgcatalog.fulltext import MAX_SOURCE
 from plone_pgcatalog.fulltext import snippet_html
 from plone_pgcatalog.fulltext import source_text
@@ -62,3 +63,30 @@ def test_a_passage_as_html():
         "1 &lt; 2 &amp; the <mark>harbour</mark> &lt;b&gt;"
     )
     assert snippet_html("x", False, False) == "… x …"
+
+
+def _marks(passage: str, query: str) -> str | None:
+    found = highlight(query)
+    prefixes = frozenset(
+        word[:-2] for word in found.query.split(" | ") if word.endswith(":*")
+    )
+    marked = mark_unspaced(passage, found.words, prefixes)
+    return marked and marked.replace(MARK_START, "[").replace(MARK_END, "]")
+
+
+@pytest.mark.parametrize(
+    "passage, query, marked",
+    [
+        # No word of those scripts matches: ts_headline's passage stays.
+        ("Plone and Zope", "plone 日本", None),
+        ("日本のPlone", "plone 日本", "[日本]の[Plone]"),
+        # A prefix marks the whole word, an exact word only itself.
+        ("日本 Plones Plone", "plone* 日本", "[日本] [Plones] [Plone]"),
+        ("日本 Plones Plone", "plone 日本", "[日本] Plones [Plone]"),
+        # Any case, as typed with accents or folded; a word of its own only.
+        ("日本 KÖLN koln Kolner", "Köln 日本", "[日本] [KÖLN] [koln] Kolner"),
+        ("東京 Москва москвы", "москва 東京", "[東京] [Москва] москвы"),
+    ],
+)
+def test_words_of_other_scripts_are_marked_beside_japanese(passage, query, marked):
+    assert _marks(passage, query) == marked

@@ -633,10 +633,13 @@ def snippets(
         "words": list(words),
         "words_text": " ".join(words),
     }
+    prefixes = frozenset(
+        word[:-2] for word in query.split(" | ") if word.endswith(":*")
+    )
     found = {}
     for zoid, marked, part, starts, ends in _execute(conn, _SNIPPETS, params):
         # A prefix of those scripts matches a whole run for ts_headline.
-        marked = mark_unspaced(part, words) or marked
+        marked = mark_unspaced(part, words, prefixes) or marked
         found[zoid] = Snippet(
             marked.strip(), *passage_ends(marked, part, bool(starts), bool(ends))
         )
