@@ -224,6 +224,14 @@ class CatalogPatch(_SourceText):
             text_config=later.text_config if later.text_given else self.text_config,
         )
 
+    def changes_any(self, names) -> bool:
+        """Whether the patch changes the value of one of the indexes
+        ``names`` (a search that reads none of them finds what the stored
+        row gives)."""
+        if self.text_given and "SearchableText" in names:
+            return True
+        return any(name in names for name in (*self.values, *self.removed))
+
     def as_json(self) -> dict:
         """The patch as query overlays read it (``overlay.Overlay``)."""
         return {

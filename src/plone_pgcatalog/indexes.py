@@ -112,11 +112,13 @@ class _Rows:
     transaction's pending changes laid over them, as searches see them.
     """
 
-    def __init__(self, tool):
+    def __init__(self, tool, reads: frozenset[str] | None = None):
+        """``reads``: the indexes whose values the call reads (None: any),
+        as ``PendingCatalog.overlay`` takes them."""
         self.tool = tool
         self.site_path = "/".join(aq_parent(aq_inner(tool)).getPhysicalPath())
         pending = current_pending()
-        self._overlay = pending.overlay() if pending else None
+        self._overlay = pending.overlay(reads) if pending else None
 
     @functools.cached_property
     def columns(self) -> dict:
@@ -411,7 +413,8 @@ class DataIndexView(IndexView):
         return self.__dict__["_definition"].getId()
 
     def _rows(self) -> _Rows:
-        return _Rows(_tool_of(self.__dict__["_catalog"], self._name))
+        name = self._name
+        return _Rows(_tool_of(self.__dict__["_catalog"], name), frozenset([name]))
 
     def _words(self) -> sql.Composable:
         """The words column to fetch with a row (only SearchableText has one)."""

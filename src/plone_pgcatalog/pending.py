@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from dataclasses import replace
 from plone_pgcatalog.extraction import CatalogPatch
@@ -196,12 +197,20 @@ class PendingCatalog:
             or self.moves
         )
 
-    def overlay(self) -> Overlay:
+    def overlay(self, reads: Collection[str] | None = None) -> Overlay:
         """These changes as searches made before the commit must see them.
 
         Positions are read from the reordered folders now: the commit
         writes them, and ZCatalog reads them from the folders whenever it
         sorts.
+
+        ``reads``: the names of the indexes a search tests or sorts on.  A
+        partial reindex of none of them is left out: the stored row gives
+        the search what the patched one would (its metadata comes from the
+        pending changes anyway, ``results``).  PostgreSQL merges each
+        patch into its row for every search, which after a
+        ``reindexIndex`` of 2,000 objects cost every search of the
+        transaction 0.2 s.
         """
         positions: dict[str, dict] = {}
         for folder_path, (folder, names) in self.reordered.items():
@@ -215,6 +224,12 @@ class PendingCatalog:
             rows.append(data)
         patches = []
         for patch in self.patches.values():
+            if (
+                reads is not None
+                and patch.path not in positions
+                and not patch.changes_any(reads)
+            ):
+                continue
             data = patch.as_json()
             if patch.path in positions:
                 data["vals"] = {**data["vals"], **positions[patch.path]}

@@ -30,7 +30,9 @@ from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
+from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.query import sort_attr
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
@@ -187,6 +189,22 @@ def unmerged(catalog, found: LazyResults, sort_index):
     return rows
 
 
+def read_indexes(query: dict, indexes) -> frozenset[str]:
+    """The names of the indexes ``query`` tests or sorts on: those whose
+    query names (``getIndexQueryNames``: ``effectiveRange``...) are keys of
+    it, and those of ``sort_on``."""
+    names = {
+        name
+        for name, index in indexes.items()
+        if any(key in query for key in query_names(index))
+    }
+    sort_on = sort_attr(query, "on")
+    sorted_on = sort_on if isinstance(sort_on, (list, tuple)) else [sort_on]
+    # Other values are the translation's to refuse, with a clear error.
+    names.update(name for name in sorted_on if isinstance(name, str))
+    return frozenset(names)
+
+
 def vacated(query: dict, pending) -> bool:
     """Whether ``query`` asks for one subtree that a move of this
     transaction took every row away from, and where nothing was cataloged
@@ -233,7 +251,11 @@ def _search(
     if pending is not None and vacated(query, pending):
         return search.Found([], 0), None, False, None
     started = time.perf_counter()
-    overlay = pending.overlay() if pending else Overlay()
+    overlay = (
+        pending.overlay(read_indexes(query, catalog.getIndexDefinitions()))
+        if pending
+        else Overlay()
+    )
     configs = text_configs(query, catalog)
     large = is_large(connection.catalog_rows(catalog))
     lists = many_lists(connection.numbered_lists(catalog))
