@@ -42,6 +42,11 @@ class IIndexTranslator(Interface):
     Registered as a utility named after the index ``meta_type``; an add-on
     that brings its own index type registers one more.  Translators are
     pure: they see objects and query values, never a database.
+
+    A translator's SQL reads its own index's values only (its key of
+    ``idx``, its column): a search made before a commit lays over the
+    stored rows only the partial reindexes of the indexes it tests or
+    sorts on (``PendingCatalog.overlay``).
     """
 
     query_options = Attribute("Options accepted in a query record, as ZCatalog.")

@@ -223,12 +223,14 @@ class PendingCatalog:
                 data["idx"] = {**data["idx"], **positions[data["path"]]}
             rows.append(data)
         patches = []
+        left_out: list[int] = []
         for patch in self.patches.values():
             if (
                 reads is not None
                 and patch.path not in positions
                 and not patch.changes_any(reads)
             ):
+                left_out.append(patch.zoid)
                 continue
             data = patch.as_json()
             if patch.path in positions:
@@ -239,8 +241,11 @@ class PendingCatalog:
             patches=tuple(patches),
             removed_paths=tuple(sorted(self.removed_paths)),
             cleared_subtrees=tuple(sorted(self.cleared_subtrees)),
+            # The commit keeps the rows of patched objects below a kept
+            # subtree (``processor``): so does the stored row of a patch
+            # left out.
             kept_subtrees=tuple(
-                (root, zoids.tolist(), since)
+                (root, zoids.tolist() + left_out, since)
                 for root, (zoids, since) in sorted(self.kept_subtrees.items())
             ),
             reordered=tuple(sorted(self.reordered)),

@@ -11,6 +11,7 @@ from DateTime import DateTime
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone_pgcatalog import maintenance
 from plone_pgcatalog.pending import PendingCatalog
 from plone_pgcatalog.store.connection import ddl_connection
 from tests.conftest import collect_in
@@ -159,6 +160,49 @@ def test_a_search_lays_over_only_the_partial_reindexes_it_reads(
     assert laid == [({"Subject"}, 1), ({"portal_type"}, 0)]
     transaction.commit()
     assert _find(Subject="b") == ["p"]
+
+
+def test_a_patch_left_out_keeps_its_row_below_a_kept_subtree(pg_layer):
+    """A rebuild in one transaction forgets, at commit, the rows its walk
+    did not write, but keeps those of objects reindexed meanwhile: a
+    search before the commit sees the same rows, also one that leaves the
+    partial reindex out (it does not read its index)."""
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    api.content.create(container=portal, type="Document", id="q", title="Q")
+    transaction.commit()
+    catalog = portal.portal_catalog
+    site = catalog.site_path()
+    # As a rebuild whose walk wrote q only.
+    q_rid = catalog.getrid(f"{site}/q")
+    catalog.pending_changes().keep_only(
+        site, [q_rid], maintenance._snapshot_tid(catalog)
+    )
+    page.setSubject(("b",))
+    page.reindexObject(idxs=["Subject"])
+
+    def seen() -> dict:
+        return {
+            "Subject": _find(Subject="b"),
+            "portal_type": sorted(_find(portal_type="Document")),
+            "path": _find(path=f"{site}/p"),
+            "len": len(catalog),
+            "rid": catalog.getrid(f"{site}/p") is not None,
+        }
+
+    before = seen()
+    transaction.commit()
+    assert (
+        before
+        == seen()
+        == {
+            "Subject": ["p"],
+            "portal_type": ["p", "q"],
+            "path": ["p"],
+            "len": 2,
+            "rid": True,
+        }
+    )
 
 
 def test_a_partial_reindex_after_a_full_one_merges_into_it(pg_layer):
