@@ -197,7 +197,11 @@ class PendingCatalog:
             or self.moves
         )
 
-    def overlay(self, reads: Collection[str] | None = None) -> Overlay:
+    def overlay(
+        self,
+        reads: Collection[str] | None = None,
+        may_match: Callable[[dict], bool] | None = None,
+    ) -> Overlay:
         """These changes as searches made before the commit must see them.
 
         Positions are read from the reordered folders now: the commit
@@ -211,13 +215,27 @@ class PendingCatalog:
         patch into its row for every search, which after a
         ``reindexIndex`` of 2,000 objects cost every search of the
         transaction 0.2 s.
+
+        ``may_match(idx)``: False for the ``idx`` of a row the search
+        cannot find (``results.row_test``).  Such a pending row is left
+        out, its stored row still hidden: a search by UID made while
+        thousands of new rows wait for the commit (an import) reads the
+        one it finds, not all of them (0.07 ms a row, for every search).
         """
         positions: dict[str, dict] = {}
         for folder_path, (folder, names) in self.reordered.items():
             for position, id in enumerate(folder.getOrdering().idsInOrder()):
                 positions[f"{folder_path}/{id}"] = {name: position for name in names}
         rows = []
+        replaced: list[int] = []
         for row in self.rows.values():
+            if (
+                may_match is not None
+                and row.path not in positions
+                and not may_match(row.idx)
+            ):
+                replaced.append(row.zoid)
+                continue
             data = row.as_json()
             if data["path"] in positions:
                 data["idx"] = {**data["idx"], **positions[data["path"]]}
@@ -239,6 +257,7 @@ class PendingCatalog:
         return Overlay(
             rows=tuple(rows),
             patches=tuple(patches),
+            replaced=tuple(replaced),
             removed_paths=tuple(sorted(self.removed_paths)),
             cleared_subtrees=tuple(sorted(self.cleared_subtrees)),
             # The commit keeps the rows of patched objects below a kept

@@ -42,6 +42,9 @@ class Overlay:
 
     rows: tuple[dict, ...] = ()
     patches: tuple[dict, ...] = ()
+    #: zoids of pending rows the search cannot find (``PendingCatalog.
+    #: overlay``'s ``may_match``): their stored rows are hidden, no more
+    replaced: tuple[int, ...] = ()
     removed_paths: tuple[str, ...] = ()
     cleared_subtrees: tuple[str, ...] = ()
     kept_subtrees: tuple[tuple[str, list[int], int], ...] = ()
@@ -57,6 +60,7 @@ class Overlay:
         return bool(
             self.rows
             or self.patches
+            or self.replaced
             or self.removed_paths
             or self.cleared_subtrees
             or self.kept_subtrees
@@ -85,7 +89,8 @@ class Overlay:
             clause, values = path_clause(root, -1)
             gone.append(sql.SQL("NOT ") + clause)
             gone_params += values
-        changed = [row["zoid"] for row in (*self.rows, *self.patches)]
+        replacing = [row["zoid"] for row in self.rows] + list(self.replaced)
+        changed = replacing + [patch["zoid"] for patch in self.patches]
         # Rows of moved subtrees have a branch of their own (below); the
         # others are read as stored, which the indexes match.
         unmoved, unmoved_params = unmoved_clause(self.relocations)
@@ -212,7 +217,7 @@ class Overlay:
                 Jsonb(self.positions),
                 *moved_params,
                 Jsonb(list(self.patches)),
-                [row["zoid"] for row in self.rows],
+                replacing,
                 *gone_params,
             ]
         pending = sql.SQL(

@@ -1,0 +1,86 @@
+"""A search made before the commit sees the transaction's new and changed
+rows (read-your-writes), laying over the stored rows only those it may
+find: a search by UID while an import's thousands of new rows wait for
+the commit reads the one it finds (``PendingCatalog.overlay``'s
+``may_match``, ``results.row_test``).  The partial reindexes' side is in
+``test_partial_reindex.py``."""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import setRoles
+from plone.app.testing import TEST_USER_ID
+from plone.uuid.interfaces import IUUID
+from plone_pgcatalog.pending import PendingCatalog
+
+import pytest
+import transaction
+
+
+@pytest.fixture
+def laid(monkeypatch) -> list[tuple[int, int]]:
+    """``(rows laid over, rows left out)`` of each search's overlay."""
+    found = []
+    overlay = PendingCatalog.overlay
+
+    def recording(self, reads=None, may_match=None):
+        result = overlay(self, reads, may_match)
+        found.append((len(result.rows), len(result.replaced)))
+        return result
+
+    monkeypatch.setattr(PendingCatalog, "overlay", recording)
+    return found
+
+
+def _ids(**query) -> list[str]:
+    return sorted(brain.getId for brain in api.content.find(**query))
+
+
+def test_a_search_lays_over_the_new_rows_it_may_find(pg_layer, laid):
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    kept = api.content.create(
+        container=portal, type="Document", id="kept", title="Kept", subject=("x",)
+    )
+    transaction.commit()
+    pages = {
+        f"p{i}": api.content.create(
+            container=portal,
+            type="Document",
+            id=f"p{i}",
+            title=f"Page {i}",
+            subject=("even",) if i % 2 == 0 else ("odd",),
+        )
+        for i in range(6)
+    }
+    news = api.content.create(container=portal, type="News Item", id="n", title="N")
+    # A stored row changed: its stored Subject "x" must not be found.
+    kept.setSubject(("even",))
+    kept.reindexObject()
+    del laid[:]
+    assert _ids(UID=IUUID(pages["p3"])) == ["p3"]
+    assert _ids(UID=[IUUID(pages["p1"]), IUUID(news)]) == ["n", "p1"]
+    assert _ids(Subject="even") == ["kept", "p0", "p2", "p4"]
+    assert _ids(Subject={"query": ["odd", "x"], "operator": "or"}) == [
+        "p1",
+        "p3",
+        "p5",
+    ]
+    assert _ids(portal_type="News Item") == ["n"]
+    # Nine rows wait (the site's too: its items changed).  Each is laid
+    # over only where the search may find it; the others hide their
+    # stored rows all the same.
+    assert laid == [(1, 8), (2, 7), (4, 5), (3, 6), (1, 8)]
+    # Forms that are not plain values lay every row over: the search
+    # decides.
+    del laid[:]
+    assert _ids(Subject={"query": ["even", "odd"], "operator": "and"}) == []
+    assert _ids(portal_type={"query": "Document", "not": "x"}) == [
+        "kept",
+        *sorted(pages),
+    ]
+    assert _ids(Title="Page 1") == ["p1"]
+    assert laid == [(9, 0), (9, 0), (9, 0)]
+    transaction.commit()
+    assert _ids(Subject="even") == ["kept", "p0", "p2", "p4"]
+    assert _ids(Subject="x") == []
