@@ -217,7 +217,7 @@ class PendingCatalog:
         transaction 0.2 s.
 
         ``may_match(idx)``: False for the ``idx`` of a row the search
-        cannot find (``results.row_test``).  Such a pending row is left
+        cannot find (``query.row_test``).  Such a pending row is left
         out, its stored row still hidden: a search by UID made while
         thousands of new rows wait for the commit (an import) reads the
         one it finds, not all of them (0.07 ms a row, for every search).

@@ -16,6 +16,7 @@ are added by the tool before the query arrives here.
 from __future__ import annotations
 
 from Acquisition import aq_base
+from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -573,6 +574,68 @@ def _plan(query: dict, indexes: dict) -> list[tuple[str, object, str]]:
     return [entry[1:] for entry in entries]
 
 
+#: Index types whose plain values a pending row is tested against in
+#: Python (``row_test``): a string, or a list of strings, in ``idx``.
+_TESTED_IN_PYTHON = frozenset({"FieldIndex", "UUIDIndex", "KeywordIndex"})
+#: Query options that make a value find more than itself, or other rows.
+_WIDER = ("range", "usage", "not")
+
+
+def _parsed(query: dict, index, query_name: str) -> IndexQuery:
+    """``query``'s part for ``index`` under ``query_name``, parsed as
+    ZCatalog parses it (records, ``<name>_<option>`` keys, operators)."""
+    return IndexQuery(
+        query,
+        query_name,
+        getattr(aq_base(index), "query_options", ("query",)),
+        getattr(aq_base(index), "operators", ("or", "and")),
+        getattr(aq_base(index), "useOperator", "or"),
+    )
+
+
+def row_test(query: dict, indexes: dict) -> Callable[[dict], bool] | None:
+    """A test of a pending row's ``idx`` that is False where ``query``
+    cannot find the row (``PendingCatalog.overlay``'s ``may_match``), from
+    its plain values of field, UUID and keyword indexes: any of some
+    strings, as the translation reads them (no range, ``not`` or
+    ``operator`` "and"; the security terms are such a value).  None when
+    it has none, or when the query is one the translation refuses.  True
+    wherever a row's value is of another kind: the search decides."""
+    query = _canonical(query)
+    tests = []
+    for name, index, query_name in _plan(query, indexes):
+        if index.meta_type not in _TESTED_IN_PYTHON:
+            continue
+        try:
+            parsed = _parsed(query, index, query_name)
+            if parsed.keys is None or parsed.operator != "or":
+                continue
+            if any(parsed.get(option) is not None for option in _WIDER):
+                continue
+            translator = get_translator(index.meta_type)
+            wanted = {translator.convert(index, key) for key in parsed.keys}
+        except (ValueError, TypeError, QueryError):
+            return None  # the search raises it, with its own message
+        if wanted and all(isinstance(value, str) and value for value in wanted):
+            tests.append((name, frozenset(wanted)))
+    if not tests:
+        return None
+
+    def may_match(idx: dict) -> bool:
+        for name, wanted in tests:
+            value = idx.get(name)
+            if value is None:
+                return False  # no value: not found by a value
+            values = value if isinstance(value, list) else [value]
+            if not all(isinstance(item, str) for item in values):
+                continue
+            if wanted.isdisjoint(values):
+                return False
+        return True
+
+    return may_match
+
+
 def build_query(
     query: dict,
     indexes: dict,
@@ -623,13 +686,7 @@ def build_query(
                 f"index {name!r}: no query translation for its type "
                 f"{index.meta_type!r}"
             )
-        parsed = IndexQuery(
-            query,
-            query_name,
-            getattr(aq_base(index), "query_options", ("query",)),
-            getattr(aq_base(index), "operators", ("or", "and")),
-            getattr(aq_base(index), "useOperator", "or"),
-        )
+        parsed = _parsed(query, index, query_name)
         if parsed.keys is None:
             continue
         index_context = replace(context, preceded=position > 0)

@@ -18,7 +18,6 @@ from Acquisition import aq_base
 from Acquisition import aq_chain
 from Acquisition import aq_inner
 from Acquisition import aq_parent
-from collections.abc import Callable
 from operator import itemgetter
 from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
@@ -33,6 +32,7 @@ from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
 from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.query import row_test
 from plone_pgcatalog.query import sort_attr
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
@@ -204,56 +204,6 @@ def read_indexes(query: dict, indexes) -> frozenset[str]:
     # Other values are the translation's to refuse, with a clear error.
     names.update(name for name in sorted_on if isinstance(name, str))
     return frozenset(names)
-
-
-#: Index types whose plain values a pending row is tested against in
-#: Python (``row_test``): a string, or a list of strings, in ``idx``.
-_TESTED_IN_PYTHON = frozenset({"FieldIndex", "UUIDIndex", "KeywordIndex"})
-
-
-def row_test(query: dict, indexes) -> Callable[[dict], bool] | None:
-    """A test of a pending row's ``idx`` that is False where ``query``
-    cannot find the row, from its plain values of field, UUID and keyword
-    indexes (one string or a list of strings, or a record of only those
-    as ``query`` with ``operator`` "or"; the security terms are such a
-    value); None when it has none.  True wherever a value is of another
-    kind: the search decides."""
-    tests = []
-    for name, index in indexes.items():
-        if index.meta_type in _TESTED_IN_PYTHON and name in query:
-            wanted = _plain_strings(query[name])
-            if wanted:
-                tests.append((name, wanted))
-    if not tests:
-        return None
-
-    def may_match(idx: dict) -> bool:
-        for name, wanted in tests:
-            value = idx.get(name)
-            if value is None:
-                return False  # no value: not found by a value
-            values = value if isinstance(value, list) else [value]
-            if not all(isinstance(item, str) for item in values):
-                continue
-            if wanted.isdisjoint(values):
-                return False
-        return True
-
-    return may_match
-
-
-def _plain_strings(value) -> frozenset[str] | None:
-    """The strings a plain query value asks for, any of them (None for
-    other forms: ranges, ``not``, ``operator`` "and", other types, an
-    empty string)."""
-    if isinstance(value, dict):
-        if set(value) - {"query", "operator"} or value.get("operator", "or") != "or":
-            return None
-        value = value.get("query")
-    values = value if isinstance(value, (list, tuple)) else [value]
-    if not values or not all(isinstance(item, str) and item for item in values):
-        return None
-    return frozenset(values)
 
 
 def vacated(query: dict, pending) -> bool:

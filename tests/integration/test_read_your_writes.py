@@ -2,7 +2,7 @@
 rows (read-your-writes), laying over the stored rows only those it may
 find: a search by UID while an import's thousands of new rows wait for
 the commit reads the one it finds (``PendingCatalog.overlay``'s
-``may_match``, ``results.row_test``).  The partial reindexes' side is in
+``may_match``, ``query.row_test``).  The partial reindexes' side is in
 ``test_partial_reindex.py``."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone.uuid.interfaces import IUUID
 from plone_pgcatalog.pending import PendingCatalog
+from Products.PluginIndexes.FieldIndex.FieldIndex import FieldIndex
+from tests.differential.pages import add_documents
 
 import pytest
 import transaction
@@ -84,3 +86,51 @@ def test_a_search_lays_over_the_new_rows_it_may_find(pg_layer, laid):
     transaction.commit()
     assert _ids(Subject="even") == ["kept", "p0", "p2", "p4"]
     assert _ids(Subject="x") == []
+
+
+class _LowercaseFieldIndex(FieldIndex):
+    """An add-on's FieldIndex (its meta_type) that compares lowercased."""
+
+    def _convert(self, value, default=None):
+        return value.lower() if isinstance(value, str) else value
+
+
+def _pages(portal) -> None:
+    add_documents(
+        portal,
+        {f"p{i}": {"title": f"Page {i}", "subject": (f"s{i}",)} for i in range(4)},
+    )
+
+
+QUERIES = [
+    # ZCatalog's ``<index>_<option>`` keys: a range, not one value.
+    ({"getId": "p2", "getId_range": "min"}, ["p2", "p3", "plone"]),
+    ({"Subject": "s2", "Subject_range": "min"}, ["p2", "p3"]),
+    # The value as the index converts it (ZCatalog's ``_convert``).
+    ({"lowercase_title": "PAGE 2"}, ["p2"]),
+]
+
+
+def _add_lowercase_title(catalog) -> None:
+    index = _LowercaseFieldIndex("lowercase_title", extra={"indexed_attrs": "Title"})
+    catalog.addIndex("lowercase_title", index)
+    transaction.commit()
+
+
+@pytest.mark.parametrize("query, found", QUERIES)
+def test_rows_are_tested_as_the_search_reads_the_query(pg_layer, query, found):
+    portal = pg_layer["portal"]
+    _add_lowercase_title(portal.portal_catalog)
+    _pages(portal)
+    catalog = portal.portal_catalog
+    before = sorted(brain.getId for brain in catalog(dict(query)))
+    transaction.commit()
+    assert before == sorted(brain.getId for brain in catalog(dict(query))) == found
+
+
+@pytest.mark.parametrize("query, found", QUERIES)
+def test_zcatalog_finds_the_same(zcatalog_layer, query, found):
+    portal = zcatalog_layer["portal"]
+    _add_lowercase_title(portal.portal_catalog._catalog)
+    _pages(portal)
+    assert sorted(brain.getId for brain in portal.portal_catalog(dict(query))) == found
