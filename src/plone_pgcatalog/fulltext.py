@@ -552,6 +552,13 @@ class Highlight:
     query: str
     words: tuple[str, ...]
 
+    @property
+    def prefixes(self) -> frozenset[str]:
+        """The words of ``query`` that are prefixes (``mark_unspaced``)."""
+        return frozenset(
+            word[:-2] for word in self.query.split(" | ") if word.endswith(":*")
+        )
+
 
 def highlight(text: str) -> Highlight | None:
     """The ``Highlight`` of a ZCTextIndex search string, or None when it

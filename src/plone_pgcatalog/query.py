@@ -574,6 +574,18 @@ def _plan(query: dict, indexes: dict) -> list[tuple[str, object, str]]:
     return [entry[1:] for entry in entries]
 
 
+def read_indexes(query: dict, indexes: dict) -> frozenset[str]:
+    """The names of the indexes ``query`` tests (by any of their query
+    names: ``effectiveRange``...) or sorts on (``PendingCatalog.overlay``'s
+    ``reads``)."""
+    names = {name for name, _index, _query_name in _plan(query, indexes)}
+    sort_on = sort_attr(query, "on")
+    sorted_on = sort_on if isinstance(sort_on, (list, tuple)) else [sort_on]
+    # Other values are the translation's to refuse, with a clear error.
+    names.update(name for name in sorted_on if isinstance(name, str))
+    return frozenset(names)
+
+
 #: Index types whose plain values a pending row is tested against in
 #: Python (``row_test``): a string, or a list of strings, in ``idx``.
 _TESTED_IN_PYTHON = frozenset({"FieldIndex", "UUIDIndex", "KeywordIndex"})

@@ -30,10 +30,9 @@ from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.paths import in_subtree
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import is_large
-from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.query import read_indexes
 from plone_pgcatalog.query import row_test
-from plone_pgcatalog.query import sort_attr
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
@@ -188,22 +187,6 @@ def unmerged(catalog, found: LazyResults, sort_index):
         values = tuple(key_of.get(rid) for key_of in keys)
         rows.append((values if len(names) > 1 else values[0], rid, getter))
     return rows
-
-
-def read_indexes(query: dict, indexes) -> frozenset[str]:
-    """The names of the indexes ``query`` tests or sorts on: those whose
-    query names (``getIndexQueryNames``: ``effectiveRange``...) are keys of
-    it, and those of ``sort_on``."""
-    names = {
-        name
-        for name, index in indexes.items()
-        if any(key in query for key in query_names(index))
-    }
-    sort_on = sort_attr(query, "on")
-    sorted_on = sort_on if isinstance(sort_on, (list, tuple)) else [sort_on]
-    # Other values are the translation's to refuse, with a clear error.
-    names.update(name for name in sorted_on if isinstance(name, str))
-    return frozenset(names)
 
 
 def vacated(query: dict, pending) -> bool:
@@ -425,6 +408,7 @@ def _snippet_loader(catalog, query: dict, pending):
                     found.query,
                     found.words,
                     _pending_texts(pending, zoids),
+                    found.prefixes,
                 )
         except psycopg.errors.UndefinedTable:
             # The texts' table comes with the schema at the next start.

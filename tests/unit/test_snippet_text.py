@@ -67,10 +67,7 @@ def test_a_passage_as_html():
 
 def _marks(passage: str, query: str) -> str | None:
     found = highlight(query)
-    prefixes = frozenset(
-        word[:-2] for word in found.query.split(" | ") if word.endswith(":*")
-    )
-    marked = mark_unspaced(passage, found.words, prefixes)
+    marked = mark_unspaced(passage, found.words, found.prefixes)
     return marked and marked.replace(MARK_START, "[").replace(MARK_END, "]")
 
 

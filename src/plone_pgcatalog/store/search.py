@@ -607,9 +607,10 @@ def snippets(
     query: str,
     words: tuple[str, ...],
     pending: dict[int, tuple[str, str] | None] | None = None,
+    prefixes: frozenset[str] = frozenset(),
 ) -> dict[int, Snippet]:
     """``{zoid: Snippet}`` of the rows ``zoids`` that have a text, for a
-    search's ``fulltext.Highlight`` (``query``, ``words``); the texts of
+    search's ``fulltext.Highlight`` (``query``, ``words``, ``prefixes``); the texts of
     ``pending`` (``{zoid: (config, text), or None without one}``, this
     transaction's) instead of the stored ones."""
     pending = pending or {}
@@ -633,9 +634,6 @@ def snippets(
         "words": list(words),
         "words_text": " ".join(words),
     }
-    prefixes = frozenset(
-        word[:-2] for word in query.split(" | ") if word.endswith(":*")
-    )
     found = {}
     for zoid, marked, part, starts, ends in _execute(conn, _SNIPPETS, params):
         # A prefix of those scripts matches a whole run for ts_headline.
