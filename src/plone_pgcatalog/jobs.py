@@ -273,12 +273,14 @@ def rebuild(tool, progress: JobProgress) -> str:
 
 def update(tool, progress: JobProgress) -> str:
     """Catalog again every object the catalog holds (ZCatalog's "Update
-    Catalog")."""
+    Catalog", ``refreshCatalog(clear=1)``): an object that no longer exists
+    or fails to catalog loses its row."""
     from plone_pgcatalog.maintenance import refresh_catalog
 
     started = time.monotonic()
-    # Committed in batches, each row replaced (never cleared first).
-    count = refresh_catalog(tool, pghandler=progress, batch_size=BATCH_SIZE)
+    # Committed in batches, each row replaced (never cleared first: readers
+    # would see an empty catalog until the last batch).
+    count = refresh_catalog(tool, clear=1, pghandler=progress, batch_size=BATCH_SIZE)
     return f"{count} objects cataloged again or dropped in {_took(started)}"
 
 

@@ -8,6 +8,7 @@ a served instance; here each behaviour is checked alone.
 
 from __future__ import annotations
 
+from Acquisition import aq_base
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import SITE_OWNER_NAME
@@ -362,6 +363,37 @@ def test_update_and_reindex_jobs_commit_in_batches(pg_layer, monkeypatch):
     )
     transaction.begin()
     assert sorted(b.getId for b in catalog(Subject="land")) == ["n0", "n1"]
+
+
+def test_the_update_job_drops_the_row_of_an_object_that_fails_to_catalog(
+    pg_layer, monkeypatch
+):
+    """As ZCatalog's "Update Catalog" (``refreshCatalog(clear=1)``), which
+    empties the catalog first: an object whose cataloging raises ends
+    without a row, logged; the others are cataloged again."""
+    portal = pg_layer["portal"]
+    catalog = _content(portal)
+    portal.news.n1.title = "Changed behind the catalog"
+    transaction.commit()
+    tool_class = type(aq_base(catalog))
+    catalog_object = tool_class.catalog_object
+
+    def failing_for_d(self, obj, uid=None, *args, **kw):
+        if uid == "/plone/d":
+            raise ValueError("an indexer that fails")
+        return catalog_object(self, obj, uid, *args, **kw)
+
+    monkeypatch.setattr(tool_class, "catalog_object", failing_for_d)
+    monkeypatch.setattr(jobs, "BATCH_SIZE", 2)
+    count = len(catalog)
+    job = jobs.wait(jobs.start(catalog, "Update", jobs.update))
+    assert job.state == "done", job.error
+    assert job.result.startswith(f"{count} objects cataloged again or dropped in ")
+    transaction.begin()
+    paths = {b.getPath() for b in catalog.searchAll()}
+    assert "/plone/d" not in paths
+    assert len(paths) == count - 1
+    assert [b.getPath() for b in catalog(Title="Changed")] == ["/plone/news/n1"]
 
 
 def test_a_repair_job_fixes_what_verify_finds(pg_layer):
