@@ -246,10 +246,17 @@ def within_vector(text: str) -> str:
 class Term:
     """A word, or words in a row: a "quoted phrase", or a word that
     punctuation splits (``Plone-Konferenz``, as ZCTextIndex splits it).
-    ``prefix``: the last word matches every word that starts with it."""
+    ``prefix``: the last word matches every word that starts with it.
+    ``glob``: a word with ``?`` or a wildcard inside it (``renovatio?``,
+    ``re*tion``), folded; it matches the words the whole pattern matches,
+    as ZCTextIndex's ``globToWordIds`` (``*`` any characters, ``?`` one).
+    A tsquery knows only prefixes: its ``words`` are the text before the
+    first wildcard, as a prefix, which finds the candidates
+    (``like_pattern`` tells the words of those that match)."""
 
     words: tuple[str, ...]
     prefix: bool = False
+    glob: str = ""
 
 
 @dataclass(frozen=True)
@@ -278,19 +285,23 @@ def _term(token: str) -> Term | None:
     "quoted phrase", words that punctuation or a change of script splits,
     the pairs of a Japanese word) is a phrase of exact words, wildcards
     dropped; a token of one word is a glob if it has a wildcard (``*`` or
-    ``?``): it matches words that start with what comes before its first
-    wildcard (for ``?`` and inner wildcards a superset of ZCTextIndex's
-    matches, as a tsquery knows only prefixes).  One character of
-    ``_SCRIPTS`` is such a glob, as texts hold it in pairs.
+    ``?``): a prefix if its wildcards are ``*`` at its end, else a
+    ``Term.glob``.  One character of ``_SCRIPTS`` is such a prefix, as
+    texts hold it in pairs.
     """
     found = _query_words(token.strip('"') if token.startswith('"') else token)
     if not found:
         return None
     if len(found) == 1:
-        glob = _GLOB.search(found[0])
-        if glob:
-            return Term((found[0][: glob.start()],), prefix=True)
-        return Term((found[0],))
+        word = found[0]
+        wildcard = _GLOB.search(word)
+        if wildcard:
+            # "renov*" is a prefix; "renovatio?", "re*tion", "re*?" a glob.
+            inner = word[wildcard.start() :].strip("*")
+            return Term(
+                (word[: wildcard.start()],), prefix=True, glob=word if inner else ""
+            )
+        return Term((word,))
     exact = (_GLOB.sub("", word) for word in found)
     return Term(tuple(word for word in exact if word))
 
@@ -439,6 +450,23 @@ def _has_positive_term(node: Node) -> bool:
     if isinstance(node, Not):
         return False
     return any(_has_positive_term(operand) for operand in node.operands)
+
+
+def has_glob(node: Node) -> bool:
+    """Whether ``node`` has a ``Term.glob``."""
+    if isinstance(node, Term):
+        return bool(node.glob)
+    if isinstance(node, Not):
+        return has_glob(node.operand)
+    return any(has_glob(operand) for operand in node.operands)
+
+
+def like_pattern(glob: str) -> str:
+    """A ``Term.glob`` as a pattern of SQL's ``LIKE``, which matches the
+    whole word as ZCTextIndex's glob does: ``*`` any characters, ``?``
+    one."""
+    literal = glob.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return literal.replace("*", "%").replace("?", "_")
 
 
 def has_negation(node: Node) -> bool:

@@ -23,13 +23,16 @@ from decimal import Decimal
 from plone_pgcatalog.errors import date_error
 from plone_pgcatalog.errors import QueryError
 from plone_pgcatalog.fulltext import And
+from plone_pgcatalog.fulltext import has_glob
 from plone_pgcatalog.fulltext import has_negation
 from plone_pgcatalog.fulltext import index_text
 from plone_pgcatalog.fulltext import IndexedText
+from plone_pgcatalog.fulltext import like_pattern
 from plone_pgcatalog.fulltext import Node
 from plone_pgcatalog.fulltext import Not
 from plone_pgcatalog.fulltext import parse_text_query
 from plone_pgcatalog.fulltext import source_text
+from plone_pgcatalog.fulltext import Term
 from plone_pgcatalog.fulltext import tsquery_text
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.interfaces import MISSING
@@ -830,18 +833,71 @@ class TextTranslator:
         name = index.getId()
         return SEARCHABLE_TEXT if name == "SearchableText" else words(name)
 
+    def _tsquery(self, index, node: Node, context):
+        """``(tsquery, params)`` of ``node`` for ``index``'s vector."""
+        if index.getId() == "SearchableText":
+            return self._matching(node, context)
+        return sql.SQL("to_tsquery('simple'::regconfig, %s)"), [tsquery_text(node)]
+
+    def _condition(self, index, node: Node, context):
+        """``(condition, params)``: SQL true for the rows ``node`` finds.
+
+        A node without globs is one ``@@`` test of a tsquery.  A glob
+        (``Term.glob``) is its prefix's test, which an index answers, and a
+        word of the vector that the whole pattern matches; the operators
+        around globs are SQL's, each group of operands without globs one
+        tsquery again (``_matching`` keeps its words in one language).
+        """
+        vector = self._vector(index)
+        if not has_glob(node):
+            expression, params = self._tsquery(index, node, context)
+            return vector + sql.SQL(" @@ ") + expression, params
+        if isinstance(node, Term):
+            # SearchableText's exact words have weight A, their stems B: a
+            # glob matches words as written, as in ZCTextIndex.
+            written = index.getId() == "SearchableText"
+            return (
+                sql.SQL(
+                    "({vector} @@ to_tsquery('simple'::regconfig, %s) AND EXISTS"
+                    " (SELECT FROM unnest({vector}) AS u"
+                    " WHERE u.lexeme LIKE %s{weight}))"
+                ).format(
+                    vector=vector,
+                    weight=sql.SQL(" AND 'A' = ANY(u.weights)" if written else ""),
+                ),
+                [tsquery_text(node, "A" if written else ""), like_pattern(node.glob)],
+            )
+        if isinstance(node, Not):
+            found, params = self._condition(index, node.operand, context)
+            return sql.SQL("NOT ") + found, params
+        kind = type(node)
+        plain = [op for op in node.operands if not has_glob(op)]
+        operands = [op for op in node.operands if has_glob(op)]
+        if plain:
+            operands.insert(0, plain[0] if len(plain) == 1 else kind(tuple(plain)))
+        parts, params = [], []
+        for operand in operands:
+            part, part_params = self._condition(index, operand, context)
+            parts.append(part)
+            params += part_params
+        operator = sql.SQL(" AND " if kind is And else " OR ")
+        return sql.SQL("(") + operator.join(parts) + sql.SQL(")"), params
+
     def where(self, index, query, context):
         if not query.keys:
             return None
         node = self._text_query(index, query)
         if node is None:
             return None
-        if index.getId() == "SearchableText":
-            expression, params = self._matching(node, context)
-        else:
-            expression = sql.SQL("to_tsquery('simple'::regconfig, %s)")
-            params = [tsquery_text(node)]
-        return self._vector(index) + sql.SQL(" @@ ") + expression, params
+        condition, params = self._condition(index, node, context)
+        if has_glob(node) and index.getId() == "SearchableText":
+            # Inside, the vector is never NULL: SQL's NOT negates as a
+            # tsquery's ``!`` does, and an object without text matches no
+            # query (as with one tsquery, whose test is then NULL).
+            condition = sql.SQL("({} IS NOT NULL AND {})").format(
+                self._vector(index), condition
+            )
+        return condition, params
 
     def relevance(self, index, query, context):
         """How well a row matches, for ordering a result by relevance."""

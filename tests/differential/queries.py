@@ -884,6 +884,9 @@ QUERIES: list[Case] = [
     C("text-percent", {"SearchableText": "50%"}, "set"),
     C("text-exclamation", {"SearchableText": "renovation!"}, "set"),
     C("text-question-mark-glob", {"SearchableText": "renovatio?"}, "set"),
+    C("text-inner-glob", {"SearchableText": "re*tion"}, "set"),
+    C("text-negated-glob", {"SearchableText": "festival -renovatio?"}, "set"),
+    C("text-glob-or-word", {"SearchableText": "renovat?on OR festival"}, "set"),
     C("text-apostrophe", {"SearchableText": "luthier's"}, "set", empty=True),
     C("text-stop-word", {"SearchableText": "the"}, "set"),
     C("text-stop-word-and-word", {"SearchableText": "the renovation"}, "set"),
@@ -998,6 +1001,7 @@ QUERIES: list[Case] = [
     ),
     # -- ZCTextIndex: Title, Description -----------------------------------
     C("Title-word", {"Title": "renovation"}, "set"),
+    C("Title-glob", {"Title": "renovat?on"}, "set"),
     C("Title-guide", {"Title": "guide"}, "set"),
     C("Title-and", {"Title": "archive AND report"}, "set"),
     C("Title-phrase", {"Title": '"archive report"'}, "set"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from plone_pgcatalog.fulltext import And
 from plone_pgcatalog.fulltext import fold
 from plone_pgcatalog.fulltext import has_negation
+from plone_pgcatalog.fulltext import like_pattern
 from plone_pgcatalog.fulltext import Not
 from plone_pgcatalog.fulltext import Or
 from plone_pgcatalog.fulltext import parse_text_query
@@ -57,9 +58,23 @@ def test_operators_in_any_case():
     assert to_tsquery_text("a or b") == "a | b"
 
 
-def test_question_mark_globs_match_the_prefix():
+def test_a_glob_is_its_prefix_in_the_tsquery_and_a_like_pattern_of_its_words():
+    """The tsquery finds the candidates; ``like_pattern`` the words that
+    the whole glob matches (``tests/differential/test_text_globs.py``)."""
     assert to_tsquery_text("renovatio?") == "renovatio:*"
     assert to_tsquery_text("re*tion", "A") == "re:*A"
+    assert parse_text_query("Renovatio?") == Term(
+        ("renovatio",), prefix=True, glob="renovatio?"
+    )
+    assert parse_text_query("re*t?on").glob == "re*t?on"
+    assert like_pattern("re*t?on") == "re%t_on"
+    # Only wildcards at the end: a prefix, without a glob.
+    assert parse_text_query("renov**") == Term(("renov",), prefix=True)
+    assert parse_text_query("re*?").glob == "re*?"
+
+
+def test_a_like_pattern_matches_its_own_characters_literally():
+    assert like_pattern("a\\b%c_d?") == "a\\\\b\\%c\\_d_"
 
 
 def test_only_negated_terms_search_nothing():
