@@ -13,6 +13,7 @@ from DateTime.interfaces import DateError as DateTimeDateError
 from DateTime.interfaces import SyntaxError as DateTimeSyntaxError
 from DateTime.interfaces import TimeError as DateTimeTimeError
 from Products.ZCatalog.Catalog import CatalogError
+from Products.ZCTextIndex.ParseTree import ParseError
 from transaction.interfaces import TransientError
 
 
@@ -30,6 +31,14 @@ class UnknownIndexError(PGCatalogError, CatalogError):
 
 class QueryError(PGCatalogError, ValueError):
     """A query value cannot be translated; the message names index and value."""
+
+
+class TextQueryError(QueryError, ParseError):
+    """A full-text search string without a word to search (only
+    punctuation, operators or negated words): where ZCTextIndex raises its
+    ``ParseError``, which Plone's consumers catch (the search page shows
+    nothing, the Catalog vocabulary of related items and folder contents
+    drops SearchableText and lists everything)."""
 
 
 class SearchTimeout(PGCatalogError, CatalogError):

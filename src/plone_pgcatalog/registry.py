@@ -22,6 +22,7 @@ from DateTime.interfaces import DateTimeError
 from decimal import Decimal
 from plone_pgcatalog.errors import date_error
 from plone_pgcatalog.errors import QueryError
+from plone_pgcatalog.errors import TextQueryError
 from plone_pgcatalog.fulltext import And
 from plone_pgcatalog.fulltext import has_glob
 from plone_pgcatalog.fulltext import has_negation
@@ -770,13 +771,25 @@ class TextTranslator:
         return text
 
     def _text_query(self, index, query) -> Node | None:
-        """The parsed search string, or None when it searches nothing."""
+        """The parsed search string, or None when it is empty.
+
+        A string without a word to search raises ``TextQueryError`` (a
+        ``ParseError``), as ZCTextIndex's parser does; stray operators and
+        parentheses around words are dropped instead (README).
+        """
         for key in query.keys:
             if not isinstance(key, str):
                 raise QueryError(
                     f"index {index.getId()!r}: {key!r} is not a text to search"
                 )
-        return parse_text_query(" ".join(key for key in query.keys if key))
+        text = " ".join(key for key in query.keys if key)
+        node = parse_text_query(text)
+        if node is None and text:
+            raise TextQueryError(
+                f"index {index.getId()!r}: {text!r} has no word to search"
+                " (only punctuation, operators or negated words)"
+            )
+        return node
 
     def _in_each_language(self, node: Node, context):
         """``(tsquery, params)`` of ``node`` as exact words, or as stems

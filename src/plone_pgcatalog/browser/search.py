@@ -17,6 +17,7 @@ from __future__ import annotations
 from plone.memoize.view import memoize
 from Products.CMFCore.utils import getToolByName
 from Products.CMFPlone.browser.search import Search
+from Products.ZCTextIndex.ParseTree import ParseError
 
 import json
 
@@ -29,7 +30,11 @@ class PGCatalogSearch(Search):
         if query is None:
             return {}
         catalog = getToolByName(self.context, "portal_catalog")
-        return catalog.facet_counts(query, facets=["portal_type"])["portal_type"]
+        try:
+            counts = catalog.facet_counts(query, facets=["portal_type"])
+        except ParseError:
+            return {}  # as Plone's ``results``: a search string without words
+        return counts["portal_type"]
 
     def type_counts_json(self) -> str:
         return json.dumps(self.type_counts())
