@@ -221,6 +221,13 @@ class PendingCatalog:
         out, its stored row still hidden: a search by UID made while
         thousands of new rows wait for the commit (an import) reads the
         one it finds, not all of them (0.07 ms a row, for every search).
+
+        With ``reads``, a pending row (and a patch) carries only the values
+        of those indexes, and its text only if SearchableText is one of
+        them: translators read their own index's values only
+        (``IIndexTranslator``), and every row laid over is encoded,
+        sent and decoded for each search (``object_provides`` alone is
+        some fifty names a row).
         """
         positions: dict[str, dict] = {}
         for folder_path, (folder, names) in self.reordered.items():
@@ -237,6 +244,10 @@ class PendingCatalog:
                 replaced.append(row.zoid)
                 continue
             data = row.as_json()
+            if reads is not None:
+                data["idx"] = {k: v for k, v in row.idx.items() if k in reads}
+                if "SearchableText" not in reads:
+                    data["searchable_text"] = None
             if data["path"] in positions:
                 data["idx"] = {**data["idx"], **positions[data["path"]]}
             rows.append(data)
@@ -251,6 +262,10 @@ class PendingCatalog:
                 left_out.append(patch.zoid)
                 continue
             data = patch.as_json()
+            if reads is not None:
+                data["vals"] = {k: v for k, v in patch.values.items() if k in reads}
+                if "SearchableText" not in reads:
+                    data["text_given"], data["searchable_text"] = False, None
             if patch.path in positions:
                 data["vals"] = {**data["vals"], **positions[patch.path]}
             patches.append(data)

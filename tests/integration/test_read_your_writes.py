@@ -134,3 +134,53 @@ def test_zcatalog_finds_the_same(zcatalog_layer, query, found):
     _add_lowercase_title(portal.portal_catalog._catalog)
     _pages(portal)
     assert sorted(brain.getId for brain in portal.portal_catalog(dict(query))) == found
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list:
+    """The ``Overlay`` each search lays over the stored rows."""
+    found = []
+    overlay = PendingCatalog.overlay
+
+    def recording(self, reads=None, may_match=None):
+        result = overlay(self, reads, may_match)
+        found.append(result)
+        return result
+
+    monkeypatch.setattr(PendingCatalog, "overlay", recording)
+    return found
+
+
+def test_a_row_laid_over_carries_only_what_the_search_reads(pg_layer, sent):
+    """Every row laid over is encoded, sent and decoded for each search:
+    only the values of the indexes the search tests or sorts on go, and
+    the text only to a full-text search.  (2,000 pages rebuilt in one
+    transaction: a sorted page of Documents 100-140 -> 61-67 ms.)"""
+    portal = pg_layer["portal"]
+    add_documents(
+        portal,
+        {
+            f"p{i}": {"title": f"Page {i}", "subject": (f"s{i}",), "text": "<p>sea</p>"}
+            for i in range(3)
+        },
+    )
+    catalog = portal.portal_catalog
+    found = catalog(portal_type="Document", sort_on="sortable_title")
+    assert [brain.getId for brain in found] == ["p0", "p1", "p2"]
+    assert [brain.Title for brain in found] == ["Page 0", "Page 1", "Page 2"]
+    (overlay,) = sent
+    reads = {"portal_type", "sortable_title", "allowedRolesAndUsers", "effectiveRange"}
+    pages = [row for row in overlay.rows if row["path"].startswith("/plone/p")]
+    assert len(pages) == 3
+    for row in pages:
+        assert set(row["idx"]) <= reads, row["idx"]
+        assert {"portal_type", "sortable_title"} <= set(row["idx"])
+        assert row["searchable_text"] is None
+    del sent[:]
+    assert [b.getId for b in catalog(SearchableText="sea", Subject="s1")] == ["p1"]
+    (overlay,) = sent
+    (row,) = overlay.rows
+    assert "Subject" in row["idx"] and "portal_type" not in row["idx"]
+    assert row["searchable_text"]
+    transaction.commit()
+    assert [b.getId for b in catalog(SearchableText="sea", Subject="s1")] == ["p1"]
