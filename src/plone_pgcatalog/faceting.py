@@ -33,6 +33,7 @@ from plone_pgcatalog.paths import path_depth
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
+from plone_pgcatalog.query import read_indexes
 from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.results import text_configs
 from plone_pgcatalog.store import connection
@@ -217,7 +218,14 @@ def counted(
     chosen = _facet_indexes(catalog, facets)
     definitions = catalog.getIndexDefinitions()
     pending = current_pending()
-    overlay = pending.overlay() if pending else Overlay()
+    if pending:
+        # The indexes the counts test (the query's) and count (the facets').
+        reads = read_indexes(query, definitions) | {
+            facet.index.getId() for facet in chosen.values()
+        }
+        overlay = pending.overlay(reads)
+    else:
+        overlay = Overlay()
     configs = text_configs(query, catalog)
     with connection.reading(catalog) as conn:
         context = QueryContext(

@@ -91,6 +91,49 @@ def test_uncommitted_changes_are_counted(pg_layer):
     transaction.abort()
 
 
+def test_uncommitted_partial_reindexes_are_counted_where_they_tell(
+    pg_layer, monkeypatch
+):
+    """Partial reindexes of the facet's index and of the query's are laid
+    over; those of other indexes are not (their stored rows count as the
+    patched ones would).  Counts before the commit are those after it."""
+    from plone_pgcatalog.pending import PendingCatalog
+    from ZODB.utils import u64
+
+    portal = pg_layer["portal"]
+    catalog = _content(portal)
+    laid = []
+    overlay = PendingCatalog.overlay
+
+    def recording(self, reads=None, may_match=None):
+        found = overlay(self, reads, may_match)
+        laid.append(sorted(patch["zoid"] for patch in found.patches))
+        return found
+
+    monkeypatch.setattr(PendingCatalog, "overlay", recording)
+    portal.p2.setSubject(("sea", "storm"))
+    portal.p2.reindexObject(idxs=["Subject"])
+    portal.f.p3.title = "Renamed"
+    portal.f.p3.reindexObject(idxs=["Title"])
+    portal.p4.title = "Also renamed"
+    portal.p4.reindexObject(idxs=["Title", "sortable_title"])
+    query = {"Title": "renamed"}
+    before = (
+        catalog.facet_counts(facets="Subject"),
+        catalog.facet_counts(query, facets="Subject"),
+    )
+    zoids = [u64(page._p_oid) for page in (portal.p2, portal.f.p3, portal.p4)]
+    assert laid == [zoids[:1], sorted(zoids)]
+    transaction.commit()
+    after = (
+        catalog.facet_counts(facets="Subject"),
+        catalog.facet_counts(query, facets="Subject"),
+    )
+    assert before == after
+    assert after[0]["Subject"] == {"sea": 6, "tide": 2, "storm": 1}
+    assert after[1]["Subject"] == {"sea": 2, "tide": 1}
+
+
 def test_include_zero_lists_every_value(pg_layer):
     catalog = _content(pg_layer["portal"])
     counts = catalog.facet_counts(
