@@ -296,6 +296,39 @@ def test_a_new_row_gets_its_metadata_without_update_metadata(pg_layer):
     assert brain.Title == "Old title" and brain.Subject == ("a",)
 
 
+def test_patches_of_rows_and_of_objects_without_one_commit_together(pg_layer):
+    """One commit: patches of stored rows (two sets of keys) are merged
+    into them, a patch of an object without a row makes its row, with its
+    metadata (``processor._write_rows``: only those are sent twice)."""
+    portal = pg_layer["portal"]
+    page = _page(portal)
+    other = api.content.create(
+        container=portal, type="Document", id="q", title="Q", subject=("q",)
+    )
+    third = api.content.create(
+        container=portal, type="Document", id="r", title="R", subject=("r",)
+    )
+    transaction.commit()
+    catalog = portal.portal_catalog
+    catalog.uncatalog_object("/plone/q")
+    transaction.commit()
+    page.title = "New title"
+    page.reindexObject(idxs=["Title"])
+    third.setSubject(("r2",))
+    third.reindexObject(idxs=["Subject"])
+    catalog.catalog_object(other, idxs=["Subject"], update_metadata=0)
+    transaction.commit()
+    find = catalog.unrestrictedSearchResults
+    assert [b.getId for b in find(Title="new")] == ["p"]
+    assert [b.getId for b in find(Subject="r2")] == ["r"]
+    (brain,) = find(Subject="q")
+    assert (brain.getId, brain.Title) == ("q", "Q")
+    assert [b.getId for b in find(portal_type="Document", sort_on="id")] == [
+        "p",
+        "r",
+    ]
+
+
 def _uncatalog_then_reindex_some(layer) -> dict:
     """In one transaction: uncatalog a page, then catalog it with one index
     (and no metadata update), as code that re-adds an object might."""
