@@ -481,14 +481,28 @@ def has_negation(node: Node) -> bool:
 def parse_text_query(text: str) -> Node | None:
     """The tree of a ZCTextIndex search string (see ``_repaired_tokens``).
 
-    ``None`` when nothing searchable is left (only stop characters, or only
-    negated terms).
+    ``None`` when nothing searchable is left (only stop characters, only
+    negated terms, or an alternative of ``OR`` with only negated terms).
     """
     tokens = _repaired_tokens(text)
     if not tokens:
         return None
     tree = _tree(tokens)
-    return tree if _has_positive_term(tree) else None
+    return tree if _has_positive_term(tree) and _alternatives_positive(tree) else None
+
+
+def _alternatives_positive(node: Node) -> bool:
+    """Whether every operand of every OR holds a word that is not negated.
+
+    ZCTextIndex raises ParseError for ``a OR NOT b`` and ``-b OR a``; read
+    as ``a | !b``, they would find nearly everything."""
+    if isinstance(node, Term):
+        return True
+    if isinstance(node, Not):
+        return _alternatives_positive(node.operand)
+    if isinstance(node, Or) and not all(map(_has_positive_term, node.operands)):
+        return False
+    return all(map(_alternatives_positive, node.operands))
 
 
 def tsquery_text(node: Node, weight: str = "") -> str:

@@ -782,12 +782,15 @@ class TextTranslator:
                 raise QueryError(
                     f"index {index.getId()!r}: {key!r} is not a text to search"
                 )
-        text = " ".join(key for key in query.keys if key)
+        text = " ".join(query.keys)  # as ZCTextIndex: ["", ""] is " "
+        if not text:
+            return None
         node = parse_text_query(text)
-        if node is None and text:
+        if node is None:
             raise TextQueryError(
                 f"index {index.getId()!r}: {text!r} has no word to search"
-                " (only punctuation, operators or negated words)"
+                " (only punctuation, operators or negated words, in all or"
+                " in one alternative of OR)"
             )
         return node
 
@@ -867,17 +870,19 @@ class TextTranslator:
             return vector + sql.SQL(" @@ ") + expression, params
         if isinstance(node, Term):
             # SearchableText's exact words have weight A, their stems B: a
-            # glob matches words as written, as in ZCTextIndex.
+            # glob matches words as written, as in ZCTextIndex.  The words
+            # alone (``tsvector_to_array``), without their positions: a
+            # short prefix reads the words of many items.
             written = index.getId() == "SearchableText"
+            words = (
+                sql.SQL("ts_filter({}, '{{a}}')").format(vector) if written else vector
+            )
             return (
                 sql.SQL(
                     "({vector} @@ to_tsquery('simple'::regconfig, %s) AND EXISTS"
-                    " (SELECT FROM unnest({vector}) AS u"
-                    " WHERE u.lexeme LIKE %s{weight}))"
-                ).format(
-                    vector=vector,
-                    weight=sql.SQL(" AND 'A' = ANY(u.weights)" if written else ""),
-                ),
+                    " (SELECT FROM unnest(tsvector_to_array({words})) AS w(word)"
+                    " WHERE w.word LIKE %s))"
+                ).format(vector=vector, words=words),
                 [tsquery_text(node, "A" if written else ""), like_pattern(node.glob)],
             )
         if isinstance(node, Not):

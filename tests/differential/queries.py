@@ -854,6 +854,12 @@ QUERIES: list[Case] = [
     ),
     C("text-not-in-or", {"SearchableText": "(python AND NOT zope) OR sprint"}, "set"),
     C("text-not-two", {"SearchableText": "python -zope -sprint"}, "set"),
+    # An alternative of OR with only negated words: ZCTextIndex raises
+    # ParseError (read as ``a | !b`` it would find nearly everything).
+    C("text-or-not", {"SearchableText": "festival OR NOT tickets"}, "set"),
+    C("text-hyphen-or", {"SearchableText": "-tickets OR festival"}, "set"),
+    C("text-or-negated-glob", {"SearchableText": "festival OR -renovatio?"}, "set"),
+    C("text-empty-keys", {"SearchableText": ["", ""]}, "set"),
     C(
         "text-parentheses",
         {"SearchableText": "(renovation OR festival) AND spring"},
