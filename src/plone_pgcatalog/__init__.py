@@ -6,6 +6,7 @@ docstring.
 """
 
 from plone_pgcatalog import indexqueue
+from plone_pgcatalog import ordering
 from plone_pgcatalog import security
 
 # Content of a site whose catalog is ours reindexes the security of a
@@ -13,3 +14,5 @@ from plone_pgcatalog import security
 security.install()
 # CMFCore's indexing queue guard, per thread (indexqueue.py).
 indexqueue.install()
+# plone.folder's reorders without an event refresh positions (ordering.py).
+ordering.install()

@@ -9,7 +9,10 @@ ZCatalog's GopipIndex stores nothing: it asks the folders for positions
 each time it sorts.  We store positions, so a reorder (Plone's
 ``moveObjectsByDelta`` and friends notify ``IContainerModifiedEvent``) and
 a removal (later siblings move up) must refresh them.  An item that is
-added goes to the end and is cataloged with its own position.
+added goes to the end and is cataloged with its own position.  The
+reorders plone.folder makes without an event (``orderObjects``, moves
+with ``suppress_events``: scripts, add-ons) are recorded by its ordering's
+methods themselves (``install``).
 
 Must not touch SQL or connections.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from Acquisition import aq_base
 from Acquisition import aq_get
+from plone.folder.default import DefaultOrdering
 from plone.folder.interfaces import IExplicitOrdering
 from plone.folder.interfaces import IOrderableFolder
 from plone_pgcatalog.interfaces import IPGCatalogTool
@@ -91,3 +95,31 @@ def object_moved(obj, event) -> None:
             catalog.pending_changes().mark_added(new_parent)
     if IOrderableFolder.providedBy(old_parent):
         _record(old_parent)
+
+
+_order_objects = DefaultOrdering.orderObjects
+_move_objects_by_delta = DefaultOrdering.moveObjectsByDelta
+
+
+def orderObjects(self, key=None, reverse=None):
+    """plone.folder's ``orderObjects``, which notifies nothing: the
+    folder's new positions are recorded for the commit."""
+    result = _order_objects(self, key, reverse)
+    _record(self.context)
+    return result
+
+
+def moveObjectsByDelta(self, ids, delta, subset_ids=None, suppress_events=False):
+    """plone.folder's ``moveObjectsByDelta`` (``moveObjectToPosition``
+    calls it); without its event, the new positions are recorded here."""
+    result = _move_objects_by_delta(self, ids, delta, subset_ids, suppress_events)
+    if suppress_events:
+        _record(self.context)
+    return result
+
+
+def install() -> None:
+    """Make plone.folder's ordering record the reorders it makes without
+    an event (at import)."""
+    DefaultOrdering.orderObjects = orderObjects
+    DefaultOrdering.moveObjectsByDelta = moveObjectsByDelta
