@@ -220,7 +220,8 @@ class PendingCatalog:
         cannot find (``query.row_test``).  Such a pending row is left
         out, its stored row still hidden: a search by UID made while
         thousands of new rows wait for the commit (an import) reads the
-        one it finds, not all of them (0.07 ms a row, for every search).
+        one it finds, not all of them (some 0.03 ms a row, for every
+        search).
 
         With ``reads``, a pending row (and a patch) carries only the values
         of those indexes, and its text only if SearchableText is one of
