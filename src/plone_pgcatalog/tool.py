@@ -74,9 +74,11 @@ from Products.CMFCore.utils import UniqueObject
 from Products.CMFPlone.CatalogTool import CatalogTool as PloneCatalogTool
 from Products.PluginIndexes.interfaces import IPluggableIndex
 from Products.ZCatalog.interfaces import IZCatalog
+from Products.ZCatalog.ZCatalog import ZCatalog
 from urllib.parse import quote
 from zExceptions import BadRequest
 from zope.interface import implementer
+from ZPublisher import zpublish
 
 import functools
 import hashlib
@@ -323,6 +325,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return pending_changes(functools.partial(read_replaced_paths, self))
 
     @security.protected(manage_zcatalog_entries)
+    @zpublish(False)
     def catalog_object(
         self, obj, uid=None, idxs=None, update_metadata=1, pghandler=None
     ):
@@ -509,6 +512,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     del _name
 
     @security.protected(manage_zcatalog_entries)
+    @zpublish(False)
     def clearFindAndRebuild(self, pghandler=None) -> None:
         """Catalog every content object again, then forget the site's rows
         that it did not write, in the current transaction (ZCatalog's
@@ -519,6 +523,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         maintenance.clear_find_and_rebuild(self, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
+    @zpublish(False)
     def rebuild(self, batch_size=maintenance.DEFAULT_BATCH_SIZE, pghandler=None):
         """``clearFindAndRebuild`` committing every ``batch_size`` objects
         (flat memory; readers keep the complete catalog); it commits the
@@ -551,6 +556,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         self.pending_changes().uncatalog_subtree(self.site_path())
 
     @security.protected(manage_zcatalog_indexes)
+    @zpublish(False)
     def clearIndex(self, name: str) -> None:
         """Empty index ``name`` for every object, at commit: a search on it
         finds nothing until it is reindexed (ZCatalog's; KeyError for an
@@ -569,6 +575,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         maintenance.refresh_catalog(self, clear=clear, pghandler=pghandler)
 
     @security.protected(manage_zcatalog_entries)
+    @zpublish(False)
     def reindexIndex(self, name, REQUEST=None, pghandler=None) -> None:
         """Read index ``name`` (or names) again for every cataloged object."""
         check_if_published(self, "reindexIndex")
@@ -685,6 +692,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     security.declarePrivate("allow_inactive")
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def searchResults(self, query=None, **kw):
         """Search as Plone's catalog does: only what the user may see.
 
@@ -697,6 +705,17 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return search_results(self, self._secured_query(query, kw))
 
     __call__ = searchResults
+    security.declareProtected(search_zcatalog, "__call__")
+    # As ZCatalog's (Folder's need only "View management screens").
+    security.declareProtected(manage_zcatalog_entries, "manage_main")
+    security.declareProtected(manage_zcatalog_entries, "ZopeFindAndApply")
+
+    @security.protected(search_zcatalog)
+    @zpublish(False)
+    def valid_roles(self):
+        """The roles defined here and above (ZCatalog's, protected and not
+        published; ``RoleManager``'s is neither)."""
+        return ZCatalog.valid_roles(self)
 
     @security.private
     def _secured_query(self, query, kw: dict) -> dict:
@@ -761,6 +780,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return results.unmerged(self, found, sort_index)
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def facet_counts(self, query=None, facets=(), include_zero=False, **kw):
         """Per index of ``facets``, the number of results of each value, for
         the results ``searchResults(query, **kw)`` gives this user; each
@@ -819,6 +839,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return True
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def getpath(self, rid: int) -> str:
         """The path of record id ``rid`` (KeyError if it is not one of the
         site's).  plone.app.uuid asks for the path of each UID it resolves:
@@ -855,6 +876,7 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
     # -- index data API ---------------------------------------------------------
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def uniqueValuesFor(self, name: str) -> tuple:
         """The distinct values of index ``name`` (KeyError if unknown).
 
@@ -877,12 +899,14 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         )
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def getIndexDataForUID(self, uid: str) -> dict:
         """What each index holds for the object cataloged at ``uid`` (its
         path), as ZCatalog's index entries; KeyError if not cataloged."""
         return index_data(self._catalog.indexes, uid=uid)
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def getMetadataForUID(self, uid: str) -> dict:
         """The metadata of the object cataloged at ``uid`` (its path)."""
         rid = self.getrid(uid)
@@ -891,11 +915,13 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return self.getMetadataForRID(rid)
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def searchAll(self):
         """Every object of the catalog, unrestricted, by record id."""
         return search_results(self, {}, match_all=True)
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def getAllBrains(self):
         """A generator of the brains of every cataloged object."""
         yield from search_results(self, {}, match_all=True)
@@ -913,11 +939,13 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
         return idx, meta
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def getIndexDataForRID(self, rid: int) -> dict:
         """What each index holds for one row, in ZCatalog's forms."""
         return index_data(self._catalog.indexes, rid=rid)
 
     @security.protected(search_zcatalog)
+    @zpublish(False)
     def getMetadataForRID(self, rid: int) -> dict:
         """Metadata of one row, as the brain gives it."""
         _, meta = self._row_data(rid)

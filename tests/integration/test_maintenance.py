@@ -308,29 +308,50 @@ def test_a_zmi_button_leads_to_a_page_that_shows_its_message(
         assert message in browser.contents
 
 
-@pytest.mark.parametrize(
-    "call",
-    [
-        "clearIndex?name=Subject",
-        "reindexIndex?name=Subject",
-        "refreshCatalog",
-        "clearFindAndRebuild",
-        "rebuild",
-    ],
-)
-def test_maintenance_called_by_url_needs_a_post_with_the_authenticator(pg_layer, call):
-    """ZCatalog's maintenance methods, called through a URL: a link a
-    Manager follows (a GET) or a form of another site (no authenticator)
-    is refused; plone.protect does not see the pending changes they make."""
+def test_refresh_called_by_url_needs_a_post_with_the_authenticator(pg_layer):
+    """ZCatalog's ``refreshCatalog``, published as Plone's is, called
+    through a URL: a link a Manager follows (a GET) or a form of another
+    site (no authenticator) is refused; plone.protect does not see the
+    pending changes it makes."""
     from plone.app.testing import SITE_OWNER_NAME
     from plone.app.testing import SITE_OWNER_PASSWORD
     from tests.integration.test_real_consumers import browser_for
 
     _pages(pg_layer["portal"])
     transaction.commit()
-    url = f"http://nohost/plone/portal_catalog/{call}"
+    url = "http://nohost/plone/portal_catalog/refreshCatalog"
     with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
         _refused_without_the_authenticator(browser, url)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "clearIndex?name=Subject",
+        "reindexIndex?name=Subject",
+        "clearFindAndRebuild",
+        "rebuild",
+        "catalog_object",
+    ],
+)
+def test_maintenance_methods_plone_does_not_publish_are_not_published(pg_layer, call):
+    """Not even to a Manager's POST with the authenticator: as Plone's,
+    they are for code; the ZMI's buttons (``manage_*``) run them."""
+    from plone.app.testing import SITE_OWNER_NAME
+    from plone.app.testing import SITE_OWNER_PASSWORD
+    from tests.integration.test_real_consumers import browser_for
+    from zExceptions import NotFound
+
+    _pages(pg_layer["portal"])
+    transaction.commit()
+    url = f"http://nohost/plone/portal_catalog/{call}"
+    with browser_for(pg_layer, SITE_OWNER_NAME, SITE_OWNER_PASSWORD) as browser:
+        browser.open("http://nohost/plone/portal_catalog/manage_catalogAdvanced")
+        token = browser.getControl(name="_authenticator", index=0).value
+        with pytest.raises(NotFound):
+            browser.post(url, f"_authenticator={token}")
+    transaction.begin()
+    assert len(pg_layer["portal"].portal_catalog(portal_type="Document")) > 0
 
 
 def test_clear_index_by_a_form_with_the_authenticator(pg_layer):
@@ -347,8 +368,8 @@ def test_clear_index_by_a_form_with_the_authenticator(pg_layer):
         browser.open("http://nohost/plone/portal_catalog/manage_catalogAdvanced")
         token = browser.getControl(name="_authenticator", index=0).value
         browser.post(
-            "http://nohost/plone/portal_catalog/clearIndex",
-            f"name=portal_type&_authenticator={token}",
+            "http://nohost/plone/portal_catalog/manage_clearIndex",
+            f"ids:list=portal_type&_authenticator={token}",
         )
     transaction.begin()
     assert len(catalog.unrestrictedSearchResults(portal_type="Document")) == 0
