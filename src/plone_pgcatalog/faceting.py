@@ -211,11 +211,25 @@ def facet_counts(
     }
 
 
+#: The terms ``searchResults`` adds to every query (``tool._secured_query``):
+#: what the user may see.
+SECURITY_TERMS = ("allowedRolesAndUsers", "effectiveRange")
+
+
 def counted(
     catalog, query: dict, facets, include_zero: bool = False
 ) -> dict[str, tuple[int, dict]]:
-    """``{facet: (matches with a value, {value: count})}``."""
+    """``{facet: (matches with a value, {value: count})}``.
+
+    ``include_zero`` lists, with 0, the values (and folders) of what the
+    user may see that the query does not find: counted over the security
+    terms of ``query`` alone, never the whole index (``uniqueValuesFor``
+    would list the words of private items to Anonymous)."""
     chosen = _facet_indexes(catalog, facets)
+    visible = {key: query[key] for key in SECURITY_TERMS if key in query}
+    # The facets that list the values of ``visible`` (``include_zero``),
+    # under names no facet of the caller's has.
+    zeros: dict[str, str] = {}
     definitions = catalog.getIndexDefinitions()
     pending = current_pending()
     if pending:
@@ -260,7 +274,7 @@ def counted(
                         path_depth(facet.root),
                         facet.depth,
                         path_clause(facet.root, -1),
-                        plan({}) if include_zero else None,
+                        plan(visible) if include_zero else None,
                     )
                 )
             elif facet.ranges:
@@ -278,22 +292,28 @@ def counted(
                 )
             else:
                 counts.append(search.ValueFacet(name, key, plan(own), column, kind))
+                if include_zero:
+                    zero = "include_zero " + name
+                    while zero in chosen or zero in zeros:
+                        zero = "_" + zero
+                    zeros[zero] = name
+                    counts.append(
+                        search.ValueFacet(zero, key, plan(visible), column, kind)
+                    )
         rows = search.facet_rows(conn, counts)
     found: dict[str, dict] = {name: {} for name in chosen}
     totals = dict.fromkeys(chosen, 0)
     for name, value, count in rows:
-        if value is None:
+        if name in zeros:
+            if value is not None:
+                found[zeros[name]].setdefault(_value(value), 0)
+        elif value is None:
             totals[name] = count
         elif count or include_zero:
             # A value may come in several rows (a typed and a JSON one; a
             # folder's 0 of ``include_zero`` and its count): added up.
             value = _value(value)
             found[name][value] = found[name].get(value, 0) + count
-    if include_zero:
-        for name, facet in chosen.items():
-            if facet.depth is None and not facet.ranges:
-                for value in catalog.uniqueValuesFor(facet.index.getId()):
-                    found[name].setdefault(value, 0)
     return {
         name: (totals[name], _ordered(chosen[name], values))
         for name, values in found.items()

@@ -143,6 +143,40 @@ def test_include_zero_lists_every_value(pg_layer):
     assert counts["Subject"] == {"sea": 2, "tide": 0}
 
 
+def test_include_zero_lists_only_values_the_user_may_see(pg_layer):
+    """The zeros come from what the user may find, not from the whole index
+    (``uniqueValuesFor``): a private item's tags and folder are no facet
+    value of Anonymous's (found by a helper's security probe)."""
+    portal = pg_layer["portal"]
+    catalog = _content(portal)
+    secret = api.content.create(
+        container=portal, type="Folder", id="layoffs-2027", title="L"
+    )
+    api.content.create(
+        container=secret,
+        type="Document",
+        id="plan",
+        title="Plan",
+        subject=("merger-with-acme",),
+    )
+    transaction.commit()
+    facets = ["Subject", "getId", {"index": "path", "depth": 1}]
+    manager = catalog.facet_counts(
+        portal_type="Folder", facets=facets, include_zero=True
+    )
+    assert manager["Subject"]["merger-with-acme"] == 0
+    assert manager["getId"]["plan"] == 0
+    assert manager["path"]["/plone/layoffs-2027"] == 1
+    logout()
+    anonymous = catalog.facet_counts(
+        portal_type="Folder", facets=facets, include_zero=True
+    )
+    assert anonymous["Subject"] == {"sea": 0, "tide": 0}
+    assert anonymous["getId"] == {"p0": 0, "p1": 0, "p2": 0, "plone": 0}
+    # The folder of a published item (p1): its path is in p1's.
+    assert anonymous["path"] == {"/plone/f": 0, "/plone/p0": 0, "/plone/p2": 0}
+
+
 def test_path_facets_count_the_folders_at_a_depth(pg_layer, searches):
     catalog = _content(pg_layer["portal"])
     searches.clear()
