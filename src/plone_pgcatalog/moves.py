@@ -23,10 +23,13 @@ What happens here instead:
   indexes a move can change (``indexes_to_reread``): not the path indexes
   (the statement moves them), nor full text, the item's position among its
   siblings or Plone's indexes of the object's own attributes
-  (``UNMOVED_NAMES``), nor the security indexes when the new parent grants
-  exactly what the old one granted.  What is read again: the modification
-  date and creators Plone has just set (``modified``, ``Date``,
-  ``Creator``), the indexes of add-ons, and the metadata.
+  (``UNMOVED_NAMES``).  What is read again: the modification date and
+  creators Plone has just set (``modified``, ``Date``, ``Creator``), the
+  security indexes, the indexes of add-ons, and the metadata.  The
+  security indexes even where the new parent grants what the old one
+  did: ZCatalog's full reindex of the descendants mends a value that code
+  left stale (local roles changed without ``reindexObjectSecurity``), and
+  a user must not keep finding an item ZCatalog hides from them.
 
 CMFCore's queue may be processed before this module's subscriber sees a
 descendant's entry: plone.app.discussion's subscriber of the same event,
@@ -47,7 +50,6 @@ Must not touch SQL or connections.
 
 from __future__ import annotations
 
-from AccessControl.PermissionRole import rolesForPermissionOn
 from Acquisition import aq_base
 from OFS.interfaces import IObjectWillBeMovedEvent
 from plone_pgcatalog.ordering import catalog_of
@@ -57,7 +59,6 @@ from Products.CMFCore.indexing import getQueue
 from Products.CMFCore.indexing import processQueue
 from Products.CMFCore.indexing import REINDEX
 from Products.CMFCore.indexing import UNINDEX
-from Products.CMFCore.utils import getToolByName
 from zope.lifecycleevent.interfaces import IObjectMovedEvent
 from zope.proxy import getProxiedObject
 from zope.proxy import isProxy
@@ -105,9 +106,6 @@ UNMOVED_NAMES = frozenset(
     }
 )
 
-#: The permission Plone's ``allowedRolesAndUsers`` indexer reads.
-_SECURITY_PERMISSION = "Access contents information"
-
 
 def _is_move(event) -> bool:
     return event.oldParent is not None and event.newParent is not None
@@ -117,39 +115,13 @@ def _path(obj) -> str:
     return "/".join(obj.getPhysicalPath())
 
 
-def same_security(old_parent, new_parent) -> bool:
-    """Whether the two parents give their contents the same access.
-
-    What a descendant acquires from above the moved root is what
-    ``rolesForPermissionOn`` and the merged local roles of the root's
-    parent give; when both are equal, no descendant's security index can
-    change.
-    """
-    if aq_base(old_parent) is aq_base(new_parent):
-        return True
-
-    def context(parent):
-        roles = frozenset(rolesForPermissionOn(_SECURITY_PERMISSION, parent))
-        acl_users = getToolByName(parent, "acl_users", None)
-        local = getattr(acl_users, "_getAllLocalRoles", None)
-        local_roles = local(parent) if local is not None else {}
-        return roles, {user: frozenset(r) for user, r in local_roles.items()}
-
-    return context(old_parent) == context(new_parent)
-
-
-def indexes_to_reread(catalog, security_changed: bool) -> list[str]:
+def indexes_to_reread(catalog) -> list[str]:
     """The indexes read again for a descendant of a moved folder."""
-    security = set(getattr(catalog, "_cmf_security_indexes", ()))
-    security.add("allowedRolesAndUsers")
-    names = []
-    for name, index in catalog.getIndexDefinitions().items():
-        if index.meta_type in UNMOVED_TYPES or name in UNMOVED_NAMES:
-            continue
-        if name in security and not security_changed:
-            continue
-        names.append(name)
-    return sorted(names)
+    return sorted(
+        name
+        for name, index in catalog.getIndexDefinitions().items()
+        if index.meta_type not in UNMOVED_TYPES and name not in UNMOVED_NAMES
+    )
 
 
 def _queued_last(obj, operations: tuple[int, ...]) -> int | None:
@@ -237,7 +209,7 @@ def object_will_move(obj, event) -> None:
     if not _across_sites(event):
         _expected()[id(aq_base(obj))] = (
             f"{_path(event.newParent)}/{event.newName}",
-            indexes_to_reread(catalog, _security_changed(event)),
+            indexes_to_reread(catalog),
         )
 
 
@@ -287,11 +259,3 @@ def _across_sites(event) -> bool:
         return aq_base(old) is not aq_base(new)
 
     return _of_the_move(event, "_pgcatalog_across_sites", across)
-
-
-def _security_changed(event) -> bool:
-    return _of_the_move(
-        event,
-        "_pgcatalog_security_changed",
-        lambda event: not same_security(event.oldParent, event.newParent),
-    )
