@@ -257,7 +257,7 @@ class LazyResults(Lazy):
         scores: list | None = None,
         rest: Callable[[int], tuple[list, list | None]] | None = None,
         rest_later: bool = False,
-        load_snippets: Callable[[list[int]], dict] | None = None,
+        load_snippets: Callable[[list[int], Callable], dict] | None = None,
     ):
         # Copies: the lists may be shared (``snapshots.results``), and these
         # grow when the rest is fetched.
@@ -272,8 +272,13 @@ class LazyResults(Lazy):
         self._zoids = [zoid for zoid, _ in ids]
         self._batch = MetadataBatch(self._zoids, load_metadata)
         self._snippets = (
-            None if load_snippets is None else MetadataBatch(self._zoids, load_snippets)
+            None
+            if load_snippets is None
+            else MetadataBatch(
+                self._zoids, lambda zoids: load_snippets(zoids, self._path_of)
+            )
         )
+        self._paths: dict[int, str] | None = None
         if self._rest is not None and not rest_later:
             _fetch_before_the_transaction_ends(self)
 
@@ -290,6 +295,12 @@ class LazyResults(Lazy):
         if self._scores is not None and scores is not None:
             self._scores.extend(scores)
         self._len = len(self._ids)
+
+    def _path_of(self, zoid: int) -> str:
+        """The path of a result's row (its snippet's object)."""
+        if self._paths is None or zoid not in self._paths:
+            self._paths = dict(self._ids)
+        return self._paths[zoid]
 
     def _reaches_the_rest(self, window: slice) -> bool:
         start, stop, _step = window.indices(len(self))

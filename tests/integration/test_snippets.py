@@ -260,3 +260,39 @@ def test_latin_and_japanese_words_of_one_search_are_both_marked(pg_layer):
         "今月の<mark>勉強</mark>会ではPlone入門の本を読みました。"
         "Plonesの話と<mark>KÖLN</mark>の話も。"
     )
+
+
+def test_a_user_who_may_find_but_not_view_an_item_sees_no_snippet(pg_layer):
+    """A workflow that lists an item to Anonymous ("Access contents
+    information") without letting them read it ("View"): its snippet, a
+    passage of its text, is for those who may view it (found by a helper's
+    security probe).  Plone's own workflows grant both alike: no object is
+    loaded for the check there."""
+    from plone.app.testing import login
+    from plone.app.testing import logout
+    from plone.app.testing import TEST_USER_NAME
+    from plone_pgcatalog import results
+
+    portal = pg_layer["portal"]
+    catalog = _site(portal)
+    assert not results.view_may_differ(portal)
+    for page in ("port", "long"):
+        api.content.transition(obj=portal[page], transition="publish")
+    transaction.commit()
+    logout()
+    assert _snippets(catalog, SearchableText="harbour")["port"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    workflow = portal.portal_workflow["simple_publication_workflow"]
+    published = workflow.states["published"]
+    published.setPermission("View", False, ["Manager", "Site Administrator"])
+    workflow.updateRoleMappingsFor(portal.port)
+    portal.port.reindexObjectSecurity()
+    transaction.commit()
+    assert results.view_may_differ(portal)
+    logout()
+    anonymous = _snippets(catalog, SearchableText="harbour")
+    assert set(anonymous) == {"port", "long"}  # found, as with ZCatalog
+    assert anonymous["port"] is None
+    assert "<mark>harbour</mark>" in anonymous["long"]
+    login(portal, TEST_USER_NAME)
+    assert "<mark>" in _snippets(catalog, SearchableText="harbour")["port"]
