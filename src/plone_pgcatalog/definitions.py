@@ -23,6 +23,7 @@ from persistent import Persistent
 from plone_pgcatalog.errors import PGCatalogError
 from plone_pgcatalog.errors import UnknownIndexError
 from plone_pgcatalog.indexes import IndexMapping
+from ZPublisher import zpublish
 
 
 class CatalogDefinitions(Persistent, Implicit):
@@ -281,6 +282,7 @@ class IndexesView(Implicit):
     def keys(self):
         return list(self._definitions.indexes.keys())
 
+    @zpublish(False)  # as ZCatalog's Indexes: no URL lists them
     def objectIds(self, spec=None):
         """Index names, of the given meta_type(s) if ``spec`` is given."""
         if spec is None:

@@ -75,7 +75,10 @@ UNMOVED_TYPES = frozenset(
 #: own indexes that read the object's own attributes (its id stays; its
 #: parent moves along).  Not among them: ``modified``, ``Date`` and
 #: ``Creator``, which Plone's ``notifyModified`` changes on every
-#: descendant, and any index an add-on brings, which is read again.
+#: descendant; what decides who finds an object (its security, its
+#: workflow state, ``effective``/``expires``/``effectiveRange``), which
+#: ZCatalog's full reindex of the descendants mends where code left it
+#: stale; and any index an add-on brings, which is read again.
 UNMOVED_NAMES = frozenset(
     {
         "object_provides",
@@ -86,12 +89,8 @@ UNMOVED_NAMES = frozenset(
         "id",
         "Subject",
         "created",
-        "effective",
-        "effectiveRange",
-        "expires",
         "start",
         "end",
-        "review_state",
         "sortable_title",
         "is_folderish",
         "is_default_page",

@@ -12,9 +12,13 @@ from __future__ import annotations
 from AccessControl.SecurityManagement import getSecurityManager
 from AccessControl.SecurityManagement import newSecurityManager
 from AccessControl.SecurityManagement import setSecurityManager
+from DateTime import DateTime
 from plone import api
+from plone.app.testing import login
+from plone.app.testing import logout
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog import extraction
 from plone_pgcatalog.store import processor
 from plone_pgcatalog.store.connection import ddl_connection
@@ -417,3 +421,41 @@ def test_a_move_mends_a_stale_security_index_as_zcatalog():
     zcatalog = collect_in("zcatalog", _stale_then_moved)
     assert zcatalog[-1] == ("sub moved from a to b", [])
     assert collect_in("pg", _stale_then_moved) == zcatalog
+
+
+def _stale_expiry_then_moved(layer):
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    a = api.content.create(container=portal, type="Folder", id="a", title="A")
+    api.content.create(container=portal, type="Folder", id="b", title="B")
+    sub = api.content.create(container=a, type="Folder", id="sub", title="Sub")
+    doc = api.content.create(container=sub, type="Document", id="doc", title="Doc")
+    for o in (a, portal.b, sub, doc):
+        api.content.transition(obj=o, transition="publish")
+    transaction.commit()
+
+    def anon():
+        logout()
+        try:
+            found = portal.portal_catalog(portal_type="Document")
+            return sorted(brain.getPath() for brain in found)
+        finally:
+            login(portal, TEST_USER_NAME)
+
+    seen = [("published", anon())]
+    # Code that expires the page without reindexing (a script): stale alike.
+    doc.setExpirationDate(DateTime() - 1)
+    transaction.commit()
+    seen.append(("expired, not reindexed", anon()))
+    api.content.move(source=portal.a.sub, target=portal.b)
+    transaction.commit()
+    seen.append(("sub moved from a to b", anon()))
+    return seen
+
+
+def test_a_move_mends_a_stale_expiry_as_zcatalog():
+    """From the review of the fix above: ``effectiveRange`` decides what
+    Anonymous finds too, and ZCatalog's full reindex mends it on a move."""
+    zcatalog = collect_in("zcatalog", _stale_expiry_then_moved)
+    assert zcatalog[-1] == ("sub moved from a to b", [])
+    assert collect_in("pg", _stale_expiry_then_moved) == zcatalog

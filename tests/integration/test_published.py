@@ -94,6 +94,7 @@ def _anonymous_gets(layer) -> dict[str, str]:
         "facet_counts": f"{base}/facet_counts?facets:list=getId"
         "&include_zero:boolean=True",
         "valid_roles": f"{base}/valid_roles",
+        "Indexes/objectIds": f"{base}/Indexes/objectIds",
     }
     answers = {}
     with browser_for(layer, user=None) as browser:
