@@ -22,6 +22,7 @@ from Acquisition import aq_parent
 from Acquisition import Implicit
 from collections.abc import Callable
 from plone_pgcatalog import metadata
+from plone_pgcatalog.security import may_read_text
 from plone_pgcatalog.store.search import META_ROWS
 from Products.ZCatalog.interfaces import ICatalogBrain
 from zope.globalrequest import getRequest
@@ -107,11 +108,16 @@ class PGCatalogBrain(Implicit):
     def snippet(self) -> str | None:
         """The passage of the object's text where the search's words
         matched, as HTML (escaped; the words in ``<mark>``), or None: the
-        search had no SearchableText, or the object has no text.  Loaded
+        search had no SearchableText, the object has no text, or the user
+        may find it but not read it (``security.may_read_text``).  Loaded
         for a window of brains at once, as metadata."""
         if self._snippets is None:
             return None
-        return self._snippets.get(self._position, self.data_record_id_).get("snippet")
+        found = self._snippets.get(self._position, self.data_record_id_)
+        snippet = found.get("snippet")
+        if snippet is None or not may_read_text(self):
+            return None
+        return snippet
 
     def _value(self, name: str):
         # The hot path of a listing: one dict lookup for a plain value (a
@@ -257,7 +263,7 @@ class LazyResults(Lazy):
         scores: list | None = None,
         rest: Callable[[int], tuple[list, list | None]] | None = None,
         rest_later: bool = False,
-        load_snippets: Callable[[list[int], Callable], dict] | None = None,
+        load_snippets: Callable[[list[int]], dict] | None = None,
     ):
         # Copies: the lists may be shared (``snapshots.results``), and these
         # grow when the rest is fetched.
@@ -272,13 +278,12 @@ class LazyResults(Lazy):
         self._zoids = [zoid for zoid, _ in ids]
         self._batch = MetadataBatch(self._zoids, load_metadata)
         self._snippets = (
-            None
-            if load_snippets is None
-            else MetadataBatch(
-                self._zoids, lambda zoids: load_snippets(zoids, self._path_of)
-            )
+            None if load_snippets is None else MetadataBatch(self._zoids, load_snippets)
         )
-        self._paths: dict[int, str] | None = None
+        if self._snippets is not None:
+            # Whom a snippet is for (``security.may_read_text``): a brain's
+            # property sees the brain without the catalog it is wrapped in.
+            self._snippets.catalog = catalog
         if self._rest is not None and not rest_later:
             _fetch_before_the_transaction_ends(self)
 
@@ -295,12 +300,6 @@ class LazyResults(Lazy):
         if self._scores is not None and scores is not None:
             self._scores.extend(scores)
         self._len = len(self._ids)
-
-    def _path_of(self, zoid: int) -> str:
-        """The path of a result's row (its snippet's object)."""
-        if self._paths is None or zoid not in self._paths:
-            self._paths = dict(self._ids)
-        return self._paths[zoid]
 
     def _reaches_the_rest(self, window: slice) -> bool:
         start, stop, _step = window.indices(len(self))

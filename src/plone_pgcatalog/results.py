@@ -14,12 +14,10 @@ Must not compose SQL itself.
 
 from __future__ import annotations
 
-from AccessControl.SecurityManagement import getSecurityManager
 from Acquisition import aq_base
 from Acquisition import aq_chain
 from Acquisition import aq_inner
 from Acquisition import aq_parent
-from collections.abc import Callable
 from operator import itemgetter
 from plone_pgcatalog import slowlog
 from plone_pgcatalog import snapshots
@@ -40,7 +38,6 @@ from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
 from plone_pgcatalog.store.overlay import Overlay
 from plone_pgcatalog.translations import translations
-from Products.CMFCore.utils import getToolByName
 
 import logging
 import psycopg
@@ -391,58 +388,16 @@ def _uid_read(catalog, query: dict) -> tuple[search.Found, tuple] | None:
     return search.found_read(rows), snapshot
 
 
-#: The permission a search asks for (Plone's ``allowedRolesAndUsers``),
-#: and the one a snippet, a passage of the object's text, needs.
-_FOUND_WITH = "Access contents information"
-_SHOWN_WITH = "View"
-
-
-def view_may_differ(context) -> bool:
-    """Whether a state of a workflow of ``context``'s site grants "View" to
-    other roles than "Access contents information" (a "listed but
-    restricted" workflow): then a user may find an item whose text they
-    may not read.  Plone's workflows grant both alike."""
-    workflows = getToolByName(context, "portal_workflow", None)
-    if workflows is None:
-        return True
-    for workflow in workflows.objectValues():
-        states = getattr(workflow, "states", None)
-        for state in states.objectValues() if states is not None else ():
-            roles = getattr(state, "permission_roles", None) or {}
-            if roles.get(_SHOWN_WITH) != roles.get(_FOUND_WITH):
-                return True
-    return False
-
-
-def _viewable(catalog, zoids, path_of: Callable[[int], str]) -> set[int]:
-    """The objects of ``zoids`` the user may view."""
-    checker = getSecurityManager()
-    viewable = set()
-    for zoid in zoids:
-        obj = catalog.unrestrictedTraverse(path_of(zoid), None)
-        if obj is not None and checker.checkPermission(_SHOWN_WITH, obj):
-            viewable.add(zoid)
-    return viewable
-
-
 def _snippet_loader(catalog, query: dict, pending):
     """What loads the snippets of a window of brains (``{zoid: {"snippet":
     html}}``), or None when ``query`` searches no words.  Nothing is done
-    for snippets before one is read.
-
-    A snippet shows the object's text: where the site's workflows may let
-    a user find what they may not view (``view_may_differ``), only the
-    objects they may view have one (each is loaded to ask)."""
+    for snippets before one is read (a brain gives its snippet only where
+    the user may read it: ``security.may_read_text``)."""
     words = _searched_text(query.get("SearchableText"))
     if not words:
         return None
 
-    def load_snippets(zoids: list[int], path_of: Callable[[int], str]) -> dict:
-        if view_may_differ(catalog):
-            viewable = _viewable(catalog, zoids, path_of)
-            zoids = [zoid for zoid in zoids if zoid in viewable]
-            if not zoids:
-                return {}
+    def load_snippets(zoids: list[int]) -> dict:
         found = highlight(words)
         if found is None:
             return {}  # only negated words: nothing to mark

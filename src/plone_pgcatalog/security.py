@@ -37,6 +37,7 @@ Must not write: it reads one snapshot through the request's connection.
 from __future__ import annotations
 
 from AccessControl.Permission import getPermissionIdentifier
+from AccessControl.SecurityManagement import getSecurityManager
 from Acquisition import aq_base
 from Acquisition import aq_inner
 from Acquisition import aq_parent
@@ -608,3 +609,100 @@ def reindexObjectSecurity(self, skip_self=False):
 def install() -> None:
     """Make content use ``reindexObjectSecurity`` above (at import)."""
     CatalogAware.reindexObjectSecurity = reindexObjectSecurity
+
+
+# -- who may read a snippet -------------------------------------------------------
+
+#: What a search asks for (Plone's ``allowedRolesAndUsers``), and what a
+#: snippet, a passage of the object's text, needs.
+SHOWN_WITH = "View"
+
+
+def text_hidden_states(catalog) -> frozenset:
+    """``(portal_type, review_state)`` of the items a user may find but
+    not view: workflow states that grant "View" to other roles than
+    "Access contents information" (a "listed but restricted" workflow;
+    plone.app.discussion's comments, whose View comes from the item they
+    comment).  ``(type, None)`` for a type without a workflow, which takes
+    both from its container, where a folderish type has such a state;
+    ``(None, state)`` for a state of a workflow no type's chain names,
+    where a placeful policy may give it.  Empty where every state grants
+    both alike."""
+    workflows = getToolByName(catalog, "portal_workflow", None)
+    types = getToolByName(catalog, "portal_types", None)
+    if workflows is None or types is None:
+        return frozenset({(None, None)})  # no workflows to read: check all
+    hidden: set = set()
+    chained: set[str] = set()
+    without_workflow = []
+    folders_differ = False
+    for type_id, fti in types.objectItems():
+        chain = workflows.getChainForPortalType(type_id)
+        if not chain:
+            without_workflow.append(type_id)
+        for workflow_id in chain:
+            chained.add(workflow_id)
+            for state_id in _differing_states(workflows.getWorkflowById(workflow_id)):
+                hidden.add((type_id, state_id))
+                folders_differ = folders_differ or _folderish(fti)
+    for workflow_id in workflows.getWorkflowIds():
+        if workflow_id not in chained:
+            hidden.update(
+                (None, state_id)
+                for state_id in _differing_states(
+                    workflows.getWorkflowById(workflow_id)
+                )
+            )
+    if folders_differ or any(type_id is None for type_id, _ in hidden):
+        hidden.update((type_id, None) for type_id in without_workflow)
+    return frozenset(hidden)
+
+
+def _differing_states(workflow) -> list[str]:
+    states = getattr(workflow, "states", None)
+    if states is None:
+        return []
+    return [
+        state_id
+        for state_id, state in states.objectItems()
+        if (getattr(state, "permission_roles", None) or {}).get(SHOWN_WITH)
+        != (getattr(state, "permission_roles", None) or {}).get(PERMISSION)
+    ]
+
+
+def _folderish(fti) -> bool:
+    """Whether items of the type ``fti`` may hold items (unknown: yes)."""
+    from Products.CMFCore.interfaces import IFolderish
+    from zope.dottedname.resolve import resolve
+
+    try:
+        return IFolderish.implementedBy(resolve(fti.klass))
+    except (AttributeError, ImportError, TypeError, ValueError):
+        return True
+
+
+def may_read_text(brain) -> bool:
+    """Whether the user may read the text of ``brain``'s object (its
+    snippet): always, unless its type and state are of
+    ``text_hidden_states`` (worked out once per result); then the object
+    is loaded and asked for "View"."""
+    results = brain._snippets
+    catalog = results.catalog
+    hidden = getattr(results, "text_hidden", None)
+    if hidden is None:
+        hidden = results.text_hidden = text_hidden_states(catalog)
+    if not hidden:
+        return True
+    portal_type = getattr(brain, "portal_type", None)
+    state = getattr(brain, "review_state", None)
+    if not (
+        (portal_type, state) in hidden
+        or (portal_type, None) in hidden
+        or (None, state) in hidden
+        or (None, None) in hidden
+    ):
+        return True
+    obj = catalog.unrestrictedTraverse(brain.getPath(), None)
+    if obj is None:
+        return False
+    return bool(getSecurityManager().checkPermission(SHOWN_WITH, obj))
