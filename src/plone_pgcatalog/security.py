@@ -613,8 +613,8 @@ def install() -> None:
 
 # -- who may read a snippet -------------------------------------------------------
 
-#: What a search asks for (Plone's ``allowedRolesAndUsers``), and what a
-#: snippet, a passage of the object's text, needs.
+#: What a snippet, a passage of the object's text, needs (a search asks
+#: for ``PERMISSION``, as Plone's ``allowedRolesAndUsers``).
 SHOWN_WITH = "View"
 
 
@@ -662,12 +662,12 @@ def _differing_states(workflow) -> list[str]:
     states = getattr(workflow, "states", None)
     if states is None:
         return []
-    return [
-        state_id
-        for state_id, state in states.objectItems()
-        if (getattr(state, "permission_roles", None) or {}).get(SHOWN_WITH)
-        != (getattr(state, "permission_roles", None) or {}).get(PERMISSION)
-    ]
+    differing = []
+    for state_id, state in states.objectItems():
+        roles = getattr(state, "permission_roles", None) or {}
+        if roles.get(SHOWN_WITH) != roles.get(PERMISSION):
+            differing.append(state_id)
+    return differing
 
 
 def _folderish(fti) -> bool:
