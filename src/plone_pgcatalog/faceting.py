@@ -247,6 +247,7 @@ def counted(
             columns=connection.ready_columns(catalog),
             site_alone=connection.site_alone(catalog),
             many_lists=many_lists(connection.numbered_lists(catalog)),
+            read_apart=frozenset(facet.index.getId() for facet in chosen.values()),
         )
 
         def plan(facet_query_: dict):

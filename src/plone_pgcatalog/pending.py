@@ -228,10 +228,20 @@ class PendingCatalog:
         them: translators read their own index's values only
         (``IIndexTranslator``), and every row laid over is encoded,
         sent and decoded for each search (``object_provides`` alone is
-        some fifty names a row).
+        some fifty names a row).  Likewise the new positions of reordered
+        folders are laid over only for a search that reads a position
+        index (a listing sorted on ``getObjPositionInParent``): after a
+        reorder in a folder of 1,500 items, a search by UID laid over all
+        of them, 162 ms instead of 1.2.
         """
         positions: dict[str, dict] = {}
+        reordered = []
         for folder_path, (folder, names) in self.reordered.items():
+            if reads is not None:
+                names = tuple(name for name in names if name in reads)
+                if not names:
+                    continue  # the search reads no position
+            reordered.append(folder_path)
             for position, id in enumerate(folder.getOrdering().idsInOrder()):
                 positions[f"{folder_path}/{id}"] = {name: position for name in names}
         rows = []
@@ -283,7 +293,7 @@ class PendingCatalog:
                 (root, zoids.tolist() + left_out, since)
                 for root, (zoids, since) in sorted(self.kept_subtrees.items())
             ),
-            reordered=tuple(sorted(self.reordered)),
+            reordered=tuple(sorted(reordered)),
             positions=positions,
             relocations=self.relocations,
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from Acquisition import aq_base
 from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import dataclass
 from dataclasses import field
 from dataclasses import replace
@@ -95,6 +96,12 @@ class QueryContext:
     #: The numbered lists are many (``columns.MANY_LISTS``): a search tests
     #: a row's number by a semi-join on the lists of the user's terms
     many_lists: bool = False
+    #: Indexes whose typed columns the caller reads from the search's rows
+    #: beyond its conditions and sort keys (facets count theirs): a row
+    #: source with pending changes gives them too (``_columns_named``;
+    #: without pending changes it changes nothing, so no translation key
+    #: holds it)
+    read_apart: frozenset = frozenset()
 
 
 def exact_text(value) -> str:
@@ -648,6 +655,28 @@ def row_test(query: dict, indexes: dict) -> Callable[[dict], bool] | None:
     return may_match
 
 
+def _columns_named(
+    columns: dict[str, str],
+    parts: list[sql.Composable | None],
+    read_apart: Collection[str] = (),
+) -> dict[str, str]:
+    """Of the typed ``columns`` (``{column: kind}``), those the SQL
+    ``parts`` of a search name (``layout.column``: quoted), and those of
+    ``read_apart``.
+
+    The overlay's row source (``overlay.Overlay.source``) derives each
+    column it gives from the JSON of every pending, patched, moved or
+    reordered row: PostgreSQL planned some 25 such expressions twice (the
+    window and its count) for a search by UID after a rename, 5.5 ms of
+    planning for 0.24 ms of execution.  It gives only these."""
+    text = " ".join(part.as_string() for part in parts if part is not None)
+    return {
+        name: kind
+        for name, kind in columns.items()
+        if name in read_apart or sql.Identifier(name).as_string() in text
+    }
+
+
 def build_query(
     query: dict,
     indexes: dict,
@@ -762,7 +791,13 @@ def build_query(
     if b_size is not None and (b_start < 0 or b_size < 0):
         python_slice = (b_start, b_start + b_size)
         b_start, b_size = 0, None
-    source, source_params = overlay.source(context.columns) if overlay else (TABLE, ())
+    if overlay:
+        named = _columns_named(
+            context.columns, [*clauses, order_by, score], context.read_apart
+        )
+        source, source_params = overlay.source(named)
+    else:
+        source, source_params = TABLE, ()
     # A plan made blind to the values is as good for all only without
     # these (``SearchSQL.plan_kept``, ``SearchSQL.plan_forced``).
     plannable = not worded and not overlay and not any(map(_reads_the_table, clauses))

@@ -680,6 +680,30 @@ def test_overlay_gives_items_of_reordered_folders_their_positions(pending):
     assert overlay.reordered == ("/plone/f",)
 
 
+def test_overlay_of_a_search_reading_no_position_leaves_reorders_out(pending):
+    # A search by UID after a reorder in a folder of 1,500 items laid over
+    # every one of them (162 ms instead of 1.2).
+    pending.reorder(_Folder("/plone/f", ["b", "a"]), ("getObjPositionInParent",))
+    pending.catalog(_row(zoid=1, path="/plone/f/a", idx={"UID": "u1"}))
+    overlay = pending.overlay(reads={"UID"}, may_match=lambda idx: False)
+    assert overlay.reordered == ()
+    assert overlay.positions == {}
+    # The row the search cannot find is left out, its stored row hidden.
+    assert overlay.rows == ()
+    assert overlay.replaced == (1,)
+
+
+def test_overlay_of_a_search_reading_a_position_lays_over_its_folders(pending):
+    pending.reorder(_Folder("/plone/f", ["b", "a"]), ("getObjPositionInParent",))
+    pending.reorder(_Folder("/plone/g", ["c"]), ("otherPosition",))
+    overlay = pending.overlay(reads={"UID", "getObjPositionInParent"})
+    assert overlay.reordered == ("/plone/f",)
+    assert overlay.positions == {
+        "/plone/f/b": {"getObjPositionInParent": 0},
+        "/plone/f/a": {"getObjPositionInParent": 1},
+    }
+
+
 def test_overlay_reads_the_order_of_the_folder_as_it_is_now(pending):
     folder = _Folder("/plone/f", ["a", "b"])
     pending.reorder(folder, ("pos",))

@@ -378,6 +378,67 @@ def test_pending_rows_stand_in_for_the_table():
     assert params[:2] == ([7], ["/plone/b"])
 
 
+#: Typed columns ready, as a request reads them (``columns.ready_rows``).
+_COLUMNS = {
+    "portal_type": "text",
+    "Subject": "keywords",
+    "Title": "text",
+    "getObjPositionInParent": "integer",
+}
+
+
+def _positioned():
+    """``_indexes`` and the position index (a stand-in: plone.folder's
+    asks its catalog for the folders, which a translation never does)."""
+    name = "getObjPositionInParent"
+    gopip = _Extra(meta_type="GopipIndex", id=name, getId=lambda: name)
+    return {**_indexes(), name: gopip}
+
+
+def test_pending_changes_derive_only_the_columns_the_search_names():
+    # Each derived column is planned for every branch that lays changes
+    # over: some 25 of them for a search by UID after a rename, 5.5 ms of
+    # planning for 0.24 ms of execution.
+    from plone_pgcatalog.store.overlay import Overlay
+    from plone_pgcatalog.store.relocation import Relocation
+
+    overlay = Overlay(relocations=(Relocation("/plone/a", "/plone/b/a"),))
+    context = QueryContext(columns=_COLUMNS)
+    text, _ = _sql(
+        build_query({"portal_type": "a"}, _indexes(), "/plone", context, overlay)
+    )
+    assert "jsonb_typeof((b.idx -> 'portal_type'))" in text
+    assert '"Title"' not in text and '"Subject"' not in text
+    query = {"portal_type": "a", "sort_on": "getObjPositionInParent"}
+    text, _ = _sql(build_query(query, _positioned(), "/plone", context, overlay))
+    assert 'AS "getObjPositionInParent"' in text and '"Title"' not in text
+
+
+def test_items_of_reordered_folders_keep_their_stored_columns_but_positions():
+    # The other conditions of a search still use the column's indexes in
+    # that branch: a search by UID sorted on positions after a reorder in
+    # a folder of 1,500 items derived every column of each, 70 ms.
+    from plone_pgcatalog.store.overlay import Overlay
+
+    overlay = Overlay(
+        reordered=("/plone/f",),
+        positions={"/plone/f/a": {"getObjPositionInParent": 1}},
+    )
+    context = QueryContext(columns=_COLUMNS)
+    query = {"portal_type": "a", "sort_on": "getObjPositionInParent"}
+    text, params = _sql(build_query(query, _positioned(), "/plone", context, overlay))
+    assert text.count("jsonb_typeof") == 1
+    assert (
+        "SELECT zoid, path, parent_path, path_depth, idx || n.new AS idx,"
+        " searchable_text, COALESCE(CASE WHEN jsonb_typeof((n.new ->"
+        " 'getObjPositionInParent'))"
+    ) in text
+    assert ' AS "getObjPositionInParent", "portal_type" FROM pgcatalog_objects' in text
+    assert {"/plone/f/a": {"getObjPositionInParent": 1}} in _values(params)
+    # Nothing pending: no branch of pending rows.
+    assert "AS p(zoid bigint, path text" not in text
+
+
 def test_bad_batch_size_names_the_key():
     with pytest.raises(ValueError, match="b_size"):
         build_query({"b_size": "ten"}, _indexes(), "/plone")

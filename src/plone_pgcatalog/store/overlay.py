@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from dataclasses import field
 from plone_pgcatalog.paths import path_clause
 from plone_pgcatalog.store.columns import derivable
+from plone_pgcatalog.store.columns import derive
 from plone_pgcatalog.store.columns import derived_columns
 from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import OBJECTS
@@ -125,6 +126,26 @@ class Overlay:
         else:
             # Items of reordered folders sort by their new positions; the
             # other rows keep ``idx`` as stored, which the indexes match.
+            # Those items keep their stored columns too, but those of the
+            # position indexes: a search's other conditions still use the
+            # indexes in their branch (a search by UID after a reorder in a
+            # folder of 1,500 items derived every column of each, 162 ms).
+            names = {name for new in self.positions.values() for name in new}
+            position_columns = sql.SQL("").join(
+                sql.SQL(", ")
+                + (
+                    sql.SQL("COALESCE({}, {}) AS {}").format(
+                        derive(
+                            kind, sql.SQL("(n.new -> {})").format(sql.Literal(name))
+                        ),
+                        sql.Identifier(name),
+                        sql.Identifier(name),
+                    )
+                    if name in names
+                    else sql.Identifier(name)
+                )
+                for name, kind in sorted(columns.items())
+            )
             branches = [
                 stored_rows.format(
                     sql.SQL("idx"),
@@ -133,19 +154,15 @@ class Overlay:
                     sql.SQL(" AND ").join(hidden),
                     sql.SQL(" AND NOT parent_path = ANY(%s)"),
                 ),
-                _derived(
-                    stored_rows.format(
-                        # Every value, also those stored once (in their
-                        # column, not in ``idx``): the columns are derived.
-                        sql.SQL(
-                            "{} || COALESCE(%s::jsonb -> path, '{{}}'::jsonb)"
-                        ).format(whole_idx(TABLE, columns)),
-                        sql.SQL(""),
-                        TABLE,
-                        sql.SQL(" AND ").join(hidden),
-                        sql.SQL(" AND parent_path = ANY(%s)"),
-                    ),
-                    columns,
+                stored_rows.format(
+                    sql.SQL("idx || n.new"),
+                    position_columns,
+                    sql.SQL(
+                        "{} CROSS JOIN LATERAL (SELECT"
+                        " COALESCE(%s::jsonb -> path, '{{}}'::jsonb) AS new) AS n"
+                    ).format(TABLE),
+                    sql.SQL(" AND ").join(hidden),
+                    sql.SQL(" AND parent_path = ANY(%s)"),
                 ),
             ]
             reordered = list(self.reordered)
@@ -220,21 +237,24 @@ class Overlay:
                 replacing,
                 *gone_params,
             ]
-        pending = sql.SQL(
-            'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
-            " p.path_depth, p.idx, {vector}"
-            " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
-            " parent_path text, path_depth integer, idx jsonb,"
-            " searchable_text text, text_config text)"
-        ).format(
-            vector=searchable_vector(
-                sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+        if self.rows:
+            # Pending rows; none where the search can find none of them
+            # (``replaced``: their stored rows are hidden, no more).
+            pending = sql.SQL(
+                'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
+                " p.path_depth, p.idx, {vector}"
+                " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
+                " parent_path text, path_depth integer, idx jsonb,"
+                " searchable_text text, text_config text)"
+            ).format(
+                vector=searchable_vector(
+                    sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+                )
             )
-        )
-        params.append(Jsonb(list(self.rows)))
+            branches.append(_derived(pending, columns))
+            params.append(Jsonb(list(self.rows)))
         source = sql.SQL("({}) AS {}").format(
-            sql.SQL(" UNION ALL ").join([*branches, _derived(pending, columns)]),
-            ROWS,
+            sql.SQL(" UNION ALL ").join(branches), ROWS
         )
         return source, tuple(params)
 
