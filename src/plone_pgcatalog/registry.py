@@ -747,7 +747,13 @@ class TextTranslator:
     query_options = ("query",)
 
     def extract(self, index, obj):
+        """The words of ``index``'s attributes, as ZCTextIndex takes them:
+        strings only (of a list, its strings); an object whose attributes
+        give a string, even one without a word, is indexed (with no
+        words: ``getEntryForObject`` gives ``[]``, ``indexSize`` counts
+        it), one whose attributes give none is not."""
         texts = []
+        given = False
         for attr in index.getIndexSourceNames():
             value = getattr(obj, attr, None)
             if callable(value):
@@ -755,16 +761,14 @@ class TextTranslator:
                     value = value()
                 except (AttributeError, TypeError):
                     value = None
-            if isinstance(value, bytes):
-                value = value.decode("utf-8", "replace")
-            if isinstance(value, (list, tuple)):
-                value = " ".join(str(v) for v in value if v)
-            if value:
-                texts.append(str(value))
+            items = value if isinstance(value, (list, tuple, set)) else [value]
+            strings = [item for item in items if isinstance(item, str)]
+            given = given or bool(strings)
+            texts += [text for text in strings if text]
+        if not given:
+            return MISSING
         source = " ".join(texts)
         text = index_text(source)
-        if not text:
-            return MISSING
         if index.getId() == "SearchableText":
             # The text as written goes with the words: snippets show it.
             return IndexedText(text, source_text(_without_heading(source, obj)))
