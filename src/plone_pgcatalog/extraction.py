@@ -101,10 +101,17 @@ def index_values(indexes: dict, wrapped, only: set[str] | None = None) -> dict:
                 index.meta_type,
             )
             continue
-        value = translator.extract(index, wrapped)
+        value = index_value(translator, index, wrapped)
         if value is not MISSING:
-            values[name] = _nul_free(value)
+            values[name] = value
     return values
+
+
+def index_value(translator, index, wrapped):
+    """One index's JSON value of ``wrapped`` as the catalog stores it
+    (``_nul_free``), or ``MISSING``: what ``translator`` extracts."""
+    value = translator.extract(index, wrapped)
+    return value if value is MISSING else _nul_free(value)
 
 
 def _nul_free(value):

@@ -43,6 +43,7 @@ from Acquisition import aq_inner
 from Acquisition import aq_parent
 from dataclasses import dataclass
 from plone_pgcatalog.extraction import CatalogPatch
+from plone_pgcatalog.extraction import index_value
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.ordering import pg_catalog
 from plone_pgcatalog.paths import in_subtree
@@ -543,7 +544,9 @@ def reindex_subtree(catalog, obj, skip_self: bool = False) -> bool:
             continue
         merged = merged_local_roles([*local_roles, (above_local_roles, True)])
         allowed = allowed_roles_and_users(roles, merged)
-        value = translator.extract(index, SimpleNamespace(**{INDEX: allowed}))
+        # As stored: a principal id with a NUL character (a local role
+        # set by a script or an import) failed the commit.
+        value = index_value(translator, index, SimpleNamespace(**{INDEX: allowed}))
         if value == row.value or (value is MISSING and row.value is None):
             continue
         patches.append(

@@ -87,3 +87,41 @@ def test_as_zcatalog(outcomes, when, name):
     zcatalog, pgcatalog = outcomes
     assert zcatalog[when][name], "the test's own premise: ZCatalog finds some"
     assert pgcatalog[when][name] == zcatalog[when][name]
+
+
+def _local_role_for_a_principal_with_a_nul(layer) -> dict:
+    """A local role given to a principal id with a NUL character (a script,
+    an import) and the subtree's security reindexed, as Plone's sharing
+    does: the commit failed on the descendants' rows."""
+    from plone.app.testing import setRoles
+    from plone.app.testing import TEST_USER_ID
+
+    import transaction
+
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    folder = api.content.create(container=portal, type="Folder", id="f", title="f")
+    api.content.create(container=folder, type="Document", id="d", title="d")
+    transaction.commit()
+    folder.manage_setLocalRoles("odd\x00id", ["Reader"])
+    folder.reindexObjectSecurity()
+    catalog = api.portal.get_tool("portal_catalog")
+
+    def found() -> dict:
+        return {
+            "items": [b.getPath() for b in catalog(path="/plone/f", sort_on="path")],
+            "terms": sorted(
+                term.replace("\x01", "\x00")  # stored so (README)
+                for term in catalog.getIndexDataForUID("/plone/f/d")[
+                    "allowedRolesAndUsers"
+                ]
+            ),
+        }
+
+    return before_and_after_commit(found)
+
+
+def test_a_local_role_of_a_principal_id_with_a_nul_is_committed():
+    expected = collect_in("zcatalog", _local_role_for_a_principal_with_a_nul)
+    assert "user:odd\x00id" in expected["committed"]["terms"]
+    assert collect_in("pg", _local_role_for_a_principal_with_a_nul) == expected
