@@ -256,7 +256,8 @@ class PendingCatalog:
                 continue
             data = row.as_json()
             if reads is not None:
-                data["idx"] = {k: v for k, v in row.idx.items() if k in reads}
+                idx = row.idx
+                data["idx"] = {name: idx[name] for name in reads if name in idx}
                 if "SearchableText" not in reads:
                     data["searchable_text"] = None
             if data["path"] in positions:
@@ -274,7 +275,8 @@ class PendingCatalog:
                 continue
             data = patch.as_json()
             if reads is not None:
-                data["vals"] = {k: v for k, v in patch.values.items() if k in reads}
+                values = patch.values
+                data["vals"] = {name: values[name] for name in reads if name in values}
                 if "SearchableText" not in reads:
                     data["text_given"], data["searchable_text"] = False, None
             if patch.path in positions:

@@ -27,7 +27,9 @@ from plone_pgcatalog.store import ddl
 from plone_pgcatalog.store import reports
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import upgrade5
+from plone_pgcatalog.store.layout import TABLE
 from Products.CMFCore.utils import getToolByName
+from psycopg import sql
 from psycopg.rows import tuple_row
 
 import json
@@ -581,6 +583,65 @@ def to_19(setup_tool) -> None:
     )
 
 
+def to_20(setup_tool) -> None:
+    """19 → 20 (the database schema stays 18): an object whose text index
+    attribute gives a string without a word (an empty Description, the
+    site's own) is indexed with no words, as ZCTextIndex indexes it
+    (``registry.TextTranslator.extract``): ``getEntryForObject`` gives
+    ``[]`` and ``indexSize`` counts it.  Earlier versions stored nothing
+    for it, so Verify listed such rows as stale.  The text indexes of the
+    objects whose rows hold no value of one of them are read again
+    (``_without_a_text``), batched, with progress in the log, in the
+    step's own transaction as the step to 19 (the last batch commits with
+    the upgrade)."""
+    site = aq_parent(aq_inner(setup_tool))
+    catalog = getToolByName(site, "portal_catalog")
+    if not IPGCatalogTool.providedBy(catalog):
+        return
+    names = sorted(
+        name
+        for name, index in catalog.getIndexDefinitions().items()
+        if index.meta_type == "ZCTextIndex"
+    )
+    paths = _without_a_text(catalog, names) if names else []
+    logger.info(
+        "plone_pgcatalog 20: texts without a word: %d objects to read again",
+        len(paths),
+    )
+    if paths:
+        maintenance.reindex_index(
+            catalog,
+            names,
+            pghandler=maintenance.ProgressLogHandler(),
+            paths=paths,
+            batch_size=maintenance.DEFAULT_BATCH_SIZE,
+        )
+
+
+def _without_a_text(catalog, names: list[str]) -> list[str]:
+    """The paths of the site's rows without a value of one of the text
+    indexes ``names`` (SearchableText's in its column, the others' in
+    ``idx``): those of objects whose attribute gives no string, which
+    stay so, and of those whose string has no word."""
+    site, params = path_clause(catalog.site_path(), -1)
+    missing = [
+        (
+            sql.SQL("searchable_text IS NULL")
+            if name == "SearchableText"
+            else sql.SQL("NOT idx ? {}").format(sql.Literal(name))
+        )
+        for name in names
+    ]
+    statement = sql.SQL("SELECT path FROM {} WHERE {} AND ({}) ORDER BY path").format(
+        TABLE, site, sql.SQL(" OR ").join(missing)
+    )
+    conn = connection.read_connection(catalog)
+    with conn.transaction():
+        with conn.cursor("pgcatalog_texts_20", row_factory=tuple_row) as cursor:
+            cursor.execute(statement, params)
+            return [path for (path,) in cursor]
+
+
 def _words_before_18(text: str) -> list[str]:
     """The words schema 17 and before indexed of ``text``: the whole text
     through ``baseNormalize``, then its ``\\w+`` words."""
@@ -637,5 +698,5 @@ def _version_only(conn, indexes, version: int) -> None:
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
 #: schema 13, 15 schema 14, 16 schema 15, 17 schema 16, 18 schema 17, 19
-#: schema 18.
-PROFILE_VERSION = 19
+#: and 20 schema 18.
+PROFILE_VERSION = 20

@@ -244,6 +244,8 @@ def test_database_figures(pg_layer):
         " with a long value can be saved)",
         "18 -> 19: Full text of other scripts as Plone's lexicon reads it"
         " (Japanese, Chinese, Korean, Thai, Cyrillic...)",
+        "19 -> 20: Texts without a word indexed as ZCTextIndex indexes them"
+        " (an empty Description)",
     ]
 
 

@@ -1,7 +1,11 @@
-"""The upgrade to profile 19: rows written with the words of schema 17
-and before (every word through ``baseNormalize``: "日本" as "ri ben") get
-the words Plone's lexicon makes (``fulltext``), on a real site; only the
-objects whose words change are read again."""
+"""The upgrades that read text indexes again, on a real site.
+
+To profile 19: rows written with the words of schema 17 and before (every
+word through ``baseNormalize``: "日本" as "ri ben") get the words Plone's
+lexicon makes (``fulltext``); only the objects whose words change are
+read again.  To profile 20: objects whose text has no word, which earlier
+versions did not index, are indexed with no words, as ZCTextIndex
+indexes them."""
 
 from __future__ import annotations
 
@@ -88,3 +92,48 @@ def test_18_to_19_reads_the_words_of_other_scripts_again(pg_layer, monkeypatch):
         pg_layer["pgcatalog_dsn"],
         "SELECT value FROM pgcatalog_state WHERE key = 'schema_version'",
     ) == [(schema.SCHEMA_VERSION,)]
+
+
+def test_19_to_20_indexes_texts_without_a_word(pg_layer, monkeypatch):
+    """Rows written before profile 20 hold no value of a text index whose
+    attribute gave a string without a word (an empty Description): Verify
+    listed them as stale, and the index views answered as if the object
+    were not indexed.  The step reads those objects' text indexes again."""
+    from plone import api
+    from plone_pgcatalog import health
+    from plone_pgcatalog import registry
+    from plone_pgcatalog.interfaces import MISSING
+
+    portal = pg_layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    extract = registry.TextTranslator.extract
+
+    def as_before_20(self, index, obj):
+        value = extract(self, index, obj)
+        return MISSING if value is not MISSING and not value else value
+
+    monkeypatch.setattr(registry.TextTranslator, "extract", as_before_20)
+    add_documents(
+        portal,
+        {
+            "empty": {"title": "Empty", "description": ""},
+            "worded": {"title": "Worded", "description": "Some words"},
+        },
+    )
+    transaction.commit()
+    monkeypatch.undo()
+    catalog = portal.portal_catalog
+    description = catalog._catalog.getIndex("Description")
+    (empty,) = catalog(getId="empty")
+    assert description.getEntryForObject(empty.getRID()) is None
+    assert ("/plone/empty", ["Description"]) in health.verify(catalog).stale
+    assert upgrades._without_a_text(catalog, ["Description", "SearchableText"]) == [
+        "/plone",
+        "/plone/empty",
+    ]
+
+    _upgrade_from(portal, "19")
+    assert health.verify(catalog).stale == []
+    assert description.getEntryForObject(empty.getRID()) == []
+    assert upgrades._without_a_text(catalog, ["Description", "SearchableText"]) == []
+    assert [b.getId for b in api.content.find(Description="words")] == ["worded"]

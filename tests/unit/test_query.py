@@ -376,6 +376,11 @@ def test_pending_rows_stand_in_for_the_table():
     )
     assert "FROM (SELECT zoid, path" in text and "jsonb_to_recordset(%s)" in text
     assert params[:2] == ([7], ["/plone/b"])
+    # Encoded as the commit encodes the rows (orjson, ``jsonvalue``).
+    from plone_pgcatalog.store import jsonvalue
+
+    [rows] = [p for p in params if isinstance(p, Jsonb)]
+    assert rows.dumps is jsonvalue.dumps
 
 
 #: Typed columns ready, as a request reads them (``columns.ready_rows``).

@@ -17,6 +17,7 @@ from plone_pgcatalog.store.columns import derivable
 from plone_pgcatalog.store.columns import derive
 from plone_pgcatalog.store.columns import derived_columns
 from plone_pgcatalog.store.columns import whole_idx
+from plone_pgcatalog.store.jsonvalue import dumps
 from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import TABLE
@@ -169,7 +170,7 @@ class Overlay:
             params = [
                 *hidden_params,
                 reordered,
-                Jsonb(self.positions),
+                Jsonb(self.positions, dumps),
                 *hidden_params,
                 reordered,
             ]
@@ -203,7 +204,7 @@ class Overlay:
                     columns,
                 )
             )
-            params += [Jsonb(list(self.patches)), *unmoved_params, *gone_params]
+            params += [Jsonb(list(self.patches), dumps), *unmoved_params, *gone_params]
         if self.relocations:
             # Stored rows of moved subtrees, at their new paths, with their
             # partial reindexes and new positions merged in.
@@ -231,9 +232,9 @@ class Overlay:
                 )
             )
             params += [
-                Jsonb(self.positions),
+                Jsonb(self.positions, dumps),
                 *moved_params,
-                Jsonb(list(self.patches)),
+                Jsonb(list(self.patches), dumps),
                 replacing,
                 *gone_params,
             ]
@@ -252,7 +253,7 @@ class Overlay:
                 )
             )
             branches.append(_derived(pending, columns))
-            params.append(Jsonb(list(self.rows)))
+            params.append(Jsonb(list(self.rows), dumps))
         source = sql.SQL("({}) AS {}").format(
             sql.SQL(" UNION ALL ").join(branches), ROWS
         )

@@ -35,6 +35,7 @@ from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store.connection import GENERIC_PLAN
 from plone_pgcatalog.store.connection import PLAN_AS_BEFORE
+from plone_pgcatalog.store.jsonvalue import dumps
 from plone_pgcatalog.store.layout import OBJECTS
 from plone_pgcatalog.store.layout import TABLE
 from plone_pgcatalog.store.relocation import relocate_statement
@@ -48,7 +49,6 @@ from zodb_pgjsonb.storage import ExtraColumn
 
 import json
 import logging
-import orjson
 
 logger = logging.getLogger(__name__)
 
@@ -159,21 +159,6 @@ _WRITE_TEXTS = sql.SQL(
 _DELETE_TEXTS = sql.SQL("DELETE FROM {} WHERE zoid = ANY(%s::bigint[])").format(
     sql.Identifier(schema.TEXTS)
 )
-
-
-def dumps(value) -> bytes:
-    """The JSON of a row's metadata or index values, as the commit sends
-    them: orjson's, where it can (1,000 rows' metadata, values and removed
-    keys: 21-24 ms with the standard library's ``json.dumps``, psycopg's
-    default, 11 with orjson, most of the rest psycopg's arrays), else the
-    standard library's (an integer beyond 64 bits, a key that is not a
-    string).  The same JSON values either way; orjson writes a float that
-    is not finite as ``null`` (``json.dumps`` wrote ``NaN``, which
-    PostgreSQL refused: the commit failed)."""
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        return json.dumps(value).encode()
 
 
 def text_arrays(written: list) -> tuple[tuple[list, ...], list[int]]:
