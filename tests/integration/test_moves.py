@@ -459,3 +459,70 @@ def test_a_move_mends_a_stale_expiry_as_zcatalog():
     zcatalog = collect_in("zcatalog", _stale_expiry_then_moved)
     assert zcatalog[-1] == ("sub moved from a to b", [])
     assert collect_in("pg", _stale_expiry_then_moved) == zcatalog
+
+
+def test_relocated_rows_are_read_where_the_moves_put_them(pg_layer):
+    """``relocation.relocated_rows`` (a search's view of moved subtrees
+    before the commit) puts each stored row where ``relocation.relocate``
+    says, for any composition of moves: parent path and depth included.
+    Read from a temporary table of stored rows that stands in for the
+    catalog's (PostgreSQL reads ``pg_temp`` first)."""
+    from hypothesis import example
+    from hypothesis import given
+    from hypothesis import settings
+    from hypothesis import strategies as st
+    from plone_pgcatalog.paths import path_depth
+    from plone_pgcatalog.store.relocation import compose
+    from plone_pgcatalog.store.relocation import parent_of
+    from plone_pgcatalog.store.relocation import relocate
+    from plone_pgcatalog.store.relocation import relocated_rows
+    from tests.unit.test_relocation import _PATHS
+    from tests.unit.test_relocation import STORED
+
+    import psycopg
+
+    with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
+        conn.execute(
+            "CREATE TEMP TABLE pgcatalog_objects (zoid bigint, path text COLLATE"
+            ' "C", parent_path text COLLATE "C", path_depth integer, idx jsonb,'
+            " searchable_text tsvector)"
+        )
+        for zoid, path in enumerate(STORED):
+            conn.execute(
+                "INSERT INTO pgcatalog_objects VALUES (%s, %s, %s, %s, '{}', NULL)",
+                (zoid, path, parent_of(path), path_depth(path)),
+            )
+
+        @settings(max_examples=1000, deadline=None)
+        @given(st.lists(st.tuples(_PATHS, _PATHS), min_size=1, max_size=6))
+        # A row below two relocated prefixes takes the longer one's.
+        @example([("/s/a", "/s/b"), ("/s/b/x", "/s/c")])
+        def relocated_as_composed(moves):
+            moves = [(old, new) for old, new in moves if not new.startswith(old + "/")]
+            relocations = compose(moves)
+            if not relocations:
+                return
+            statement, params = relocated_rows(relocations, {})
+            read = {
+                STORED[zoid]: (path, parent, depth)
+                for zoid, path, parent, depth, _idx, _text in conn.execute(
+                    statement, params
+                )
+            }
+            expected = {
+                path: (
+                    relocate(path, relocations),
+                    parent_of(relocate(path, relocations)),
+                    path_depth(relocate(path, relocations)),
+                )
+                for path in STORED
+                if relocate(path, relocations) != path
+                or any(
+                    path == r.stored or path.startswith(r.stored + "/")
+                    for r in relocations
+                )
+            }
+            assert read == expected, (moves, relocations)
+
+        relocated_as_composed()
+        conn.rollback()
