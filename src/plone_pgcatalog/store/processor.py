@@ -27,6 +27,7 @@ connections.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.paths import path_clause
@@ -49,6 +50,7 @@ from zodb_pgjsonb.storage import ExtraColumn
 
 import json
 import logging
+import zope.event
 
 logger = logging.getLogger(__name__)
 
@@ -285,6 +287,55 @@ def _check_replaced_rows(cursor, pending) -> None:
         )
 
 
+#: How far an undo's restored states are followed to the cataloged object
+#: holding them (``_UNDONE_ROWS``): a folder's items are in a B-tree of
+#: buckets, its order in a list of its annotations' B-tree.
+UNDONE_STEPS = 4
+#: The catalog rows an undo concerns (``undone``): those of the restored
+#: objects, and those of the cataloged objects that hold a restored
+#: container structure (a B-tree, its buckets, a persistent list or
+#: mapping: a folder whose items were added, removed or reordered).  Other
+#: holders are not followed: the intid utility's B-trees would lead to the
+#: site, whose every undone creation would then concern it.
+_UNDONE_ROWS = sql.SQL(
+    "WITH RECURSIVE held(zoid, steps) AS ("
+    " SELECT unnest(%s::bigint[]), 0"
+    " UNION"
+    " SELECT o.zoid, h.steps + 1 FROM held AS h"
+    " JOIN {objects} AS s ON s.zoid = h.zoid"
+    " JOIN {objects} AS o ON o.refs @> ARRAY[h.zoid]"
+    " WHERE h.steps < %s"
+    " AND NOT EXISTS (SELECT 1 FROM {table} AS c WHERE c.zoid = h.zoid)"
+    " AND (s.class_mod LIKE 'BTrees.%%'"
+    " OR s.class_mod IN ('persistent.list', 'persistent.mapping')))"
+    " SELECT DISTINCT c.path FROM held AS h JOIN {table} AS c ON c.zoid = h.zoid"
+    " ORDER BY c.path"
+).format(table=TABLE, objects=OBJECTS)
+#: What the log says when an undo concerns cataloged objects.
+UNDONE = (
+    "undo of transaction %s concerns %d cataloged objects (%s): their catalog"
+    " rows, and those of their subtrees, are as that transaction left them"
+    " (ZCatalog's undo restores its catalog too).  A Verify and repair job"
+    " mends them after the commit where the undo runs in a Plone site's"
+    " request; else run it (the catalog's control panel, or `pgcatalog"
+    " verify --repair`)."
+)
+
+
+@dataclass(frozen=True)
+class RowsUndone:
+    """An undo concerns the catalog rows at ``paths`` (``undone``): the
+    event ``undo`` mends them on."""
+
+    tid: int
+    paths: tuple[str, ...]
+
+
+def _path_of(row) -> str:
+    """The path of a row of ``_UNDONE_ROWS``, as a dict or a tuple."""
+    return row["path"] if isinstance(row, dict) else row[0]
+
+
 class CatalogStateProcessor:
     """Registered on a ``PGJsonbStorage``; see the module docstring."""
 
@@ -301,6 +352,24 @@ class CatalogStateProcessor:
         if zoid in pending.rows:
             pending.written.add(zoid)  # its state is checked by ZODB
         return None  # no column of ``object_state`` to write
+
+    def undone(self, cursor, tid: int, restored, deleted, entries) -> None:
+        """zodb-pgjsonb's undo (history-preserving storages only) restores
+        object states, not the catalog rows the undone transaction wrote:
+        ZCatalog's BTrees are restored with the objects, these rows are
+        not, and the catalog cannot read the restored objects here (no
+        Zope, no acquisition).  Rows of deleted states go with them (the
+        foreign key).  So the undo goes on; the log names the cataloged
+        objects it concerns (``_UNDONE_ROWS``, ``UNDONE``) and
+        ``RowsUndone`` is notified, on which ``undo`` mends the catalog
+        after the commit."""
+        if not restored:
+            return
+        cursor.execute(_UNDONE_ROWS, (list(restored), UNDONE_STEPS))
+        paths = tuple(_path_of(row) for row in cursor.fetchall())
+        if paths:
+            logger.warning(UNDONE, tid, len(paths), ", ".join(paths[:10]))
+            zope.event.notify(RowsUndone(tid, paths))
 
     def finalize(self, cursor) -> None:
         pending = current_pending()

@@ -1,0 +1,172 @@
+"""Undo on a history-preserving zodb-pgjsonb storage, on a real Plone site.
+
+zodb-pgjsonb restores the states an undone transaction wrote and tells
+the state processors first (``undone``).  The catalog cannot read the
+restored objects there: its rows stay as the undone transaction left
+them, where ZCatalog's BTrees are restored with the content.  So the undo
+goes on, the log names the cataloged objects it concerns, and after its
+commit a Verify and repair job (``undo``) mends the rows in the
+background: searches then find what ZCatalog's would (the content as the
+undo restored it).  Rows of states the undo deletes go with them (the
+foreign key).
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import SITE_OWNER_NAME
+from plone.testing.zope import addRequestContainer
+from plone.testing.zope import login
+from plone_pgcatalog import jobs
+from plone_pgcatalog import startup
+from plone_pgcatalog import testing
+from plone_pgcatalog import undo
+from plone_pgcatalog.store import processor
+from tests.conftest import _set_up
+from ZODB.DB import DB
+from zodb_pgjsonb.storage import PGJsonbStorage
+from zope.component.hooks import setSite
+from zope.globalrequest import setRequest
+
+import logging
+import os
+import psycopg
+import pytest
+import transaction
+
+
+@pytest.fixture
+def site():
+    """The test site on a history-preserving storage of a new database,
+    with the configuration of the PostgreSQL layer (not its site)."""
+    _set_up(testing.PGCATALOG_FIXTURE)
+    server = testing.server_dsn()
+    name = f"pgcatalog_undo_{os.getpid()}"
+    testing.drop_database(server, name)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    dsn = psycopg.conninfo.make_conninfo(server, dbname=name)
+    storage = PGJsonbStorage(dsn, cache_warm_pct=0, history_preserving=True)
+    processor.register(storage)
+    db = DB(storage)
+    startup.prepare_database(db)
+    conn = db.open()
+    try:
+        from OFS.Application import AppInitializer
+        from OFS.Application import Application
+
+        root = conn.root()
+        root["Application"] = Application()
+        transaction.commit()
+        app = addRequestContainer(root["Application"])
+        AppInitializer(app).initialize()
+        transaction.commit()
+        testing.create_site(
+            app, testing.EXTENSION_PROFILES + (testing.PGCATALOG_PROFILE,)
+        )
+        transaction.commit()
+        request = app.REQUEST
+        request["PARENTS"] = [app]
+        setRequest(request)
+        portal = app[testing.SITE_ID]
+        setSite(portal)
+        login(app["acl_users"], SITE_OWNER_NAME)
+        yield portal, dsn
+    finally:
+        transaction.abort()
+        setSite(None)
+        setRequest(None)
+        conn.close()
+        db.close()
+        testing.drop_database(server, name)
+
+
+def _commit(note: str) -> None:
+    """Commit with ``note``, by which ``_undo`` finds the transaction."""
+    transaction.get().note(note)
+    transaction.commit()
+
+
+def _undo(portal, *notes: str) -> jobs.Job:
+    """Undo the transactions noted ``notes`` as the ZMI's Undo tab does (in
+    the request's transaction, several at once); the one repair job the
+    commit started, ended."""
+    db = portal._p_jar.db()
+    ids = [i["id"] for i in db.undoInfo(0, 50) if i["description"] in notes]
+    assert len(ids) == len(notes)
+    before = {job.id for job in jobs.jobs()}
+    db.undoMultiple(ids)
+    transaction.commit()
+    [job] = [job for job in jobs.jobs() if job.id not in before]
+    assert job.title == undo.TITLE
+    jobs.wait(job)
+    assert job.state == "done", job.error
+    transaction.begin()  # a snapshot after the job's commit
+    return job
+
+
+def _paths(**query) -> list[str]:
+    catalog = api.portal.get_tool("portal_catalog")
+    return sorted(b.getPath() for b in catalog.unrestrictedSearchResults(**query))
+
+
+def test_an_undone_edit_and_rename_are_mended_in_the_catalog(site, caplog):
+    portal, dsn = site
+    folder = api.content.create(container=portal, type="Folder", id="f", title="F")
+    api.content.create(container=folder, type="Document", id="p", title="Alpha")
+    _commit("create")
+    page = folder["p"]
+    page.title = "Bravo"
+    page.reindexObject()
+    _commit("edit")
+    assert _paths(Title="Bravo") == ["/plone/f/p"]
+
+    with caplog.at_level(logging.WARNING, logger=processor.__name__):
+        job = _undo(portal, "edit")
+    assert "stale" in job.result and "repaired" in job.result
+    [logged] = [r.message for r in caplog.records if "undo of transaction" in r.message]
+    assert "concerns 1 cataloged objects (/plone/f/p)" in logged
+    assert portal["f"]["p"].title == "Alpha"
+    assert _paths(Title="Alpha") == ["/plone/f/p"]
+    assert _paths(Title="Bravo") == []
+
+    # A rename moves the folder's rows at its commit; undone, they come
+    # back, found by the folder's B-tree of items (restored, not cataloged).
+    api.content.rename(obj=portal["f"], new_id="g")
+    _commit("rename")
+    assert _paths(path="/plone/g") == ["/plone/g", "/plone/g/p"]
+    _undo(portal, "rename")
+    assert _paths(path="/plone/f") == ["/plone/f", "/plone/f/p"]
+    assert _paths(path="/plone/g") == []
+    assert [b.Title for b in api.content.find(path="/plone/f/p")] == ["Alpha"]
+
+
+def test_undone_creations_take_their_rows_along(site, caplog):
+    portal, dsn = site
+    api.content.create(container=portal, type="Document", id="new", title="New")
+    _commit("create")
+    api.content.create(container=portal, type="Document", id="next", title="Next")
+    _commit("create next")
+    assert _paths(id=["new", "next"]) == ["/plone/new", "/plone/next"]
+    with caplog.at_level(logging.WARNING, logger="plone_pgcatalog.undo"):
+        _undo(portal, "create", "create next")
+    # One job for both: a second would have found the first running.
+    assert "still running" not in caplog.text
+    assert "new" not in portal.objectIds()
+    assert _paths(id=["new", "next"]) == []
+    with psycopg.connect(dsn) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pgcatalog_objects WHERE path = '/plone/new'"
+        ).fetchone() == (0,)
+
+
+def test_an_undo_without_a_request_or_site_says_how_to_mend(site, caplog):
+    portal, dsn = site
+    setSite(None)
+    setRequest(None)
+    undone = undo.Undone([1], {"/plone/f"})
+    with caplog.at_level(logging.WARNING, logger="plone_pgcatalog.undo"):
+        assert undo.mend(True, undone) == []
+    assert "run it on the sites of /plone/f" in caplog.text
+    setSite(portal)
+    assert undo.mend(False, undone) == []  # the undo failed
