@@ -553,28 +553,12 @@ def to_19(setup_tool) -> None:
     attribute that is neither in the metadata nor in SearchableText is
     read again by ``reindexIndex`` if its texts hold other scripts.
     """
-    site = aq_parent(aq_inner(setup_tool))
-    catalog = getToolByName(site, "portal_catalog")
-    if not IPGCatalogTool.providedBy(catalog):
+    if not _read_texts_again(
+        setup_tool,
+        "18: words of other scripts",
+        lambda catalog, names: _texts_folded_otherwise(catalog),
+    ):
         return
-    names = [
-        name
-        for name, index in catalog.getIndexDefinitions().items()
-        if index.meta_type == "ZCTextIndex"
-    ]
-    paths = _texts_folded_otherwise(catalog) if names else []
-    logger.info(
-        "plone_pgcatalog 18: words of other scripts: %d objects to read again",
-        len(paths),
-    )
-    if paths:
-        maintenance.reindex_index(
-            catalog,
-            names,
-            pghandler=maintenance.ProgressLogHandler(),
-            paths=paths,
-            batch_size=maintenance.DEFAULT_BATCH_SIZE,
-        )
     _after_commit(
         setup_tool,
         "words of other scripts",
@@ -594,20 +578,26 @@ def to_20(setup_tool) -> None:
     (``_without_a_text``), batched, with progress in the log, in the
     step's own transaction as the step to 19 (the last batch commits with
     the upgrade)."""
+    _read_texts_again(setup_tool, "20: texts without a word", _without_a_text)
+
+
+def _read_texts_again(setup_tool, label: str, find) -> bool:
+    """Read the text indexes (ZCTextIndex) of the objects at the paths
+    ``find(catalog, names)`` gives again, committing every
+    ``maintenance.DEFAULT_BATCH_SIZE`` objects (the rest commits with the
+    step), with progress in the log; False where the site's catalog is
+    not this add-on's."""
     site = aq_parent(aq_inner(setup_tool))
     catalog = getToolByName(site, "portal_catalog")
     if not IPGCatalogTool.providedBy(catalog):
-        return
+        return False
     names = sorted(
         name
         for name, index in catalog.getIndexDefinitions().items()
         if index.meta_type == "ZCTextIndex"
     )
-    paths = _without_a_text(catalog, names) if names else []
-    logger.info(
-        "plone_pgcatalog 20: texts without a word: %d objects to read again",
-        len(paths),
-    )
+    paths = find(catalog, names) if names else []
+    logger.info("plone_pgcatalog %s: %d objects to read again", label, len(paths))
     if paths:
         maintenance.reindex_index(
             catalog,
@@ -616,6 +606,7 @@ def to_20(setup_tool) -> None:
             paths=paths,
             batch_size=maintenance.DEFAULT_BATCH_SIZE,
         )
+    return True
 
 
 def _without_a_text(catalog, names: list[str]) -> list[str]:

@@ -17,6 +17,7 @@ from plone import api
 from plone.app.testing import SITE_OWNER_NAME
 from plone.testing.zope import addRequestContainer
 from plone.testing.zope import login
+from plone_pgcatalog import embedded
 from plone_pgcatalog import jobs
 from plone_pgcatalog import startup
 from plone_pgcatalog import testing
@@ -42,10 +43,7 @@ def site():
     _set_up(testing.PGCATALOG_FIXTURE)
     server = testing.server_dsn()
     name = f"pgcatalog_undo_{os.getpid()}"
-    testing.drop_database(server, name)
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    dsn = psycopg.conninfo.make_conninfo(server, dbname=name)
+    dsn = embedded.ensure_database(server, name, fresh=True)
     storage = PGJsonbStorage(dsn, cache_warm_pct=0, history_preserving=True)
     processor.register(storage)
     db = DB(storage)
