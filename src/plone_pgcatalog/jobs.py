@@ -160,9 +160,51 @@ def start(tool, title: str, work: Work, user: str = "") -> Job:
 
     Raises ``JobRunning`` if a job runs on the site already.
     """
-    site_path = tool.site_path()
-    tool_path = tool.getPhysicalPath()
+    return _launch(
+        tool.site_path(), tool.getPhysicalPath(), tool._p_jar.db(), title, work, user
+    )
+
+
+def start_or_queue(tool, title: str, work: Work, user: str = "") -> Job | None:
+    """``start``, or, while a job runs on the site, start ``work`` when it
+    ends (None then): work that must not be lost (the repair after an
+    undo, ``undo``), where a page's button would say "wait"."""
+    site_path, tool_path = tool.site_path(), tool.getPhysicalPath()
     db = tool._p_jar.db()
+    try:
+        return _launch(site_path, tool_path, db, title, work, user)
+    except JobRunning:
+        with _lock:
+            _queued.setdefault(site_path, []).append((tool_path, db, title, work, user))
+        # The running job may have ended meanwhile, not seeing this one.
+        _start_queued(site_path)
+        return None
+
+
+#: Work waiting for the site's running job to end (``start_or_queue``):
+#: site path -> ``(tool path, db, title, work, user)`` in order.
+_queued: dict[str, list[tuple]] = {}
+
+
+def _start_queued(site_path: str) -> None:
+    """Start the next work queued for the site, unless a job runs there."""
+    with _lock:
+        waiting = _queued.get(site_path)
+        busy = any(j.running and j.site_path == site_path for j in _jobs.values())
+        if busy or not waiting:
+            return
+        tool_path, db, title, work, user = waiting.pop(0)
+    try:
+        _launch(site_path, tool_path, db, title, work, user)
+    except JobRunning:  # another started first: after that one, then
+        with _lock:
+            _queued.setdefault(site_path, []).insert(
+                0, (tool_path, db, title, work, user)
+            )
+
+
+def _launch(site_path: str, tool_path: tuple, db, title: str, work: Work, user: str):
+    """``start`` with what the thread needs of the tool."""
     with _lock:
         busy = next(
             (j for j in _jobs.values() if j.running and j.site_path == site_path),
@@ -245,6 +287,7 @@ def _run(db, tool_path: tuple, job: Job, work: Work) -> None:
             request.close()
         if conn is not None:
             conn.close()
+        _start_queued(job.site_path)
 
 
 def wait(job: Job, timeout: float = 600) -> Job:

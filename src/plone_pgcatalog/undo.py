@@ -8,7 +8,8 @@ ZCatalog's BTrees are objects of the ZODB: its undo restores them with the
 content.  So once the undo has committed, a "Verify and repair" job
 (``jobs.repair``: every object of the site compared with its row, the
 missing, stale and orphaned rows mended) runs on each site the undo
-concerns, in the background, its progress on the catalog's pages.
+concerns, in the background, its progress on the catalog's pages; where a
+job runs on the site already, after it.
 
 Owns: the subscriber of ``RowsUndone`` and the after-commit hook that
 starts the jobs.  The Zope root is found from the request (the ZMI's Undo
@@ -68,7 +69,8 @@ def rows_undone(event) -> None:
 
 def mend(committed: bool, undone: Undone) -> list:
     """Start a Verify and repair job on each site of ``undone``'s paths
-    (after the undo's commit); the jobs started."""
+    (after the undo's commit), or queue it after the job running there
+    (``jobs.start_or_queue``); the jobs started."""
     if not committed:
         return []
     tids = ", ".join(str(tid) for tid in undone.tids)
@@ -85,11 +87,14 @@ def mend(committed: bool, undone: Undone) -> list:
         return []
     started = []
     for catalog in _catalogs(root, paths):
-        try:
-            job = jobs.start(catalog, TITLE, jobs.repair, user="undo")
-        except jobs.JobRunning as running:
-            logger.warning(
-                "undo of transaction %s: %s; then run %r", tids, running, TITLE
+        job = jobs.start_or_queue(catalog, TITLE, jobs.repair, user="undo")
+        if job is None:
+            logger.info(
+                "undo of transaction %s: %r queued on %s, after the job running"
+                " there",
+                tids,
+                TITLE,
+                catalog.site_path(),
             )
             continue
         logger.info(

@@ -24,6 +24,7 @@ from plone_pgcatalog.store import processor
 from plone_pgcatalog.store.connection import ddl_connection
 from tests.conftest import collect_in
 
+import pytest
 import transaction
 
 
@@ -461,7 +462,10 @@ def test_a_move_mends_a_stale_expiry_as_zcatalog():
     assert collect_in("pg", _stale_expiry_then_moved) == zcatalog
 
 
-def test_relocated_rows_are_read_where_the_moves_put_them(pg_layer):
+@pytest.mark.parametrize("case_relocations", [8, 0], ids=["case", "join"])
+def test_relocated_rows_are_read_where_the_moves_put_them(
+    pg_layer, monkeypatch, case_relocations
+):
     """``relocation.relocated_rows`` (a search's view of moved subtrees
     before the commit) puts each stored row where ``relocation.relocate``
     says, for any composition of moves: parent path and depth included.
@@ -472,6 +476,7 @@ def test_relocated_rows_are_read_where_the_moves_put_them(pg_layer):
     from hypothesis import settings
     from hypothesis import strategies as st
     from plone_pgcatalog.paths import path_depth
+    from plone_pgcatalog.store import relocation
     from plone_pgcatalog.store.relocation import compose
     from plone_pgcatalog.store.relocation import parent_of
     from plone_pgcatalog.store.relocation import relocate
@@ -480,6 +485,9 @@ def test_relocated_rows_are_read_where_the_moves_put_them(pg_layer):
     from tests.unit.test_relocation import STORED
 
     import psycopg
+
+    # The CASE tests up to a few relocations, the join beyond.
+    monkeypatch.setattr(relocation, "CASE_RELOCATIONS", case_relocations)
 
     with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
         conn.execute(
@@ -526,3 +534,18 @@ def test_relocated_rows_are_read_where_the_moves_put_them(pg_layer):
 
         relocated_as_composed()
         conn.rollback()
+
+
+def test_thousands_of_moves_are_read_before_the_commit(pg_layer):
+    """A paste of many items (each a relocation of its own) is read by the
+    join: the ``CASE`` tests took 19 parameters a relocation, and 3,500
+    took more than PostgreSQL's 65,535 (helper-35's review)."""
+    from plone_pgcatalog.store.relocation import compose
+    from plone_pgcatalog.store.relocation import relocated_rows
+
+    import psycopg
+
+    moves = [(f"/plone/a/d{i}", f"/plone/b/d{i}") for i in range(3500)]
+    statement, params = relocated_rows(compose(moves), {})
+    with psycopg.connect(pg_layer["pgcatalog_dsn"]) as conn:
+        conn.execute(statement, params).fetchall()

@@ -33,6 +33,8 @@ import logging
 import os
 import psycopg
 import pytest
+import threading
+import time
 import transaction
 
 
@@ -88,14 +90,24 @@ def _commit(note: str) -> None:
 def _undo(portal, *notes: str) -> jobs.Job:
     """Undo the transactions noted ``notes`` as the ZMI's Undo tab does (in
     the request's transaction, several at once); the one repair job the
-    commit started, ended."""
+    commit started (at once, or after the job running), ended."""
     db = portal._p_jar.db()
     ids = [i["id"] for i in db.undoInfo(0, 50) if i["description"] in notes]
     assert len(ids) == len(notes)
     before = {job.id for job in jobs.jobs()}
     db.undoMultiple(ids)
     transaction.commit()
-    [job] = [job for job in jobs.jobs() if job.id not in before]
+    return _repaired(before)
+
+
+def _repaired(before: set) -> jobs.Job:
+    """The one repair job started since the jobs ``before``, ended."""
+    deadline = time.monotonic() + 60
+    new = []
+    while not new and time.monotonic() < deadline:
+        new = [job for job in jobs.jobs() if job.id not in before]
+        time.sleep(0.05)
+    [job] = new
     assert job.title == undo.TITLE
     jobs.wait(job)
     assert job.state == "done", job.error
@@ -168,3 +180,46 @@ def test_an_undo_without_a_request_or_site_says_how_to_mend(site, caplog):
     assert "run it on the sites of /plone/f" in caplog.text
     setSite(portal)
     assert undo.mend(False, undone) == []  # the undo failed
+
+
+def test_an_undone_transition_is_mended(site):
+    """A transition that changes no permission stores only the object's
+    workflow history (a mapping without a row): the object holding it is
+    found through zodb-pgjsonb's references (helper-35's review)."""
+    portal, dsn = site
+    portal.portal_workflow.setChainForPortalTypes(("Folder",), ("folder_workflow",))
+    api.content.create(container=portal, type="Folder", id="f", title="F")
+    _commit("create")
+    api.content.transition(obj=portal["f"], transition="publish")
+    _commit("publish")
+    assert _paths(review_state="published") == ["/plone/f"]
+    _undo(portal, "publish")
+    assert api.content.get_state(portal["f"]) == "visible"
+    assert _paths(review_state="published") == []
+    assert _paths(review_state="visible") == ["/plone/f"]
+
+
+def test_an_undo_while_a_job_runs_is_mended_after_it(site):
+    """The repair waits for the job running on the site (a Verify, a
+    rebuild) and runs after it, where it was lost (helper-35's review)."""
+    portal, dsn = site
+    page = api.content.create(container=portal, type="Document", id="p", title="A")
+    _commit("create")
+    page.title = "B"
+    page.reindexObject()
+    _commit("edit")
+    release = threading.Event()
+    running = jobs.start(
+        portal.portal_catalog, "Held", lambda tool, progress: release.wait(60) and ""
+    )
+    db = portal._p_jar.db()
+    before = {job.id for job in jobs.jobs()}
+    [edit] = [i["id"] for i in db.undoInfo(0, 50) if i["description"] == "edit"]
+    db.undo(edit)
+    transaction.commit()
+    assert [job for job in jobs.jobs() if job.id not in before] == []  # queued
+    release.set()
+    jobs.wait(running)
+    _repaired(before)
+    assert _paths(Title="A") == ["/plone/p"]
+    assert _paths(Title="B") == []

@@ -289,25 +289,25 @@ def _check_replaced_rows(cursor, pending) -> None:
 
 #: How far an undo's restored states are followed to the cataloged object
 #: holding them (``_UNDONE_ROWS``): a folder's items are in a B-tree of
-#: buckets, its order in a list of its annotations' B-tree.
-UNDONE_STEPS = 4
+#: buckets, a comment in the B-tree of a conversation in the annotations
+#: of its page.
+UNDONE_STEPS = 6
 #: The catalog rows an undo concerns (``undone``): those of the restored
-#: objects, and those of the cataloged objects that hold a restored
-#: container structure (a B-tree, its buckets, a persistent list or
-#: mapping: a folder whose items were added, removed or reordered).  Other
-#: holders are not followed: the intid utility's B-trees would lead to the
-#: site, whose every undone creation would then concern it.
+#: objects, and those of the cataloged objects that hold a restored object
+#: without a row, through other objects without one (a folder whose items
+#: were added, removed or reordered; a page whose workflow history or
+#: comments changed), found by zodb-pgjsonb's index of references.  A
+#: holder found that way which the undo did not change (the site, holding
+#: its registry) only makes the repair job run for nothing; one missed
+#: would leave its rows stale.
 _UNDONE_ROWS = sql.SQL(
     "WITH RECURSIVE held(zoid, steps) AS ("
     " SELECT unnest(%s::bigint[]), 0"
     " UNION"
     " SELECT o.zoid, h.steps + 1 FROM held AS h"
-    " JOIN {objects} AS s ON s.zoid = h.zoid"
     " JOIN {objects} AS o ON o.refs @> ARRAY[h.zoid]"
     " WHERE h.steps < %s"
-    " AND NOT EXISTS (SELECT 1 FROM {table} AS c WHERE c.zoid = h.zoid)"
-    " AND (s.class_mod LIKE 'BTrees.%%'"
-    " OR s.class_mod IN ('persistent.list', 'persistent.mapping')))"
+    " AND NOT EXISTS (SELECT 1 FROM {table} AS c WHERE c.zoid = h.zoid))"
     " SELECT DISTINCT c.path FROM held AS h JOIN {table} AS c ON c.zoid = h.zoid"
     " ORDER BY c.path"
 ).format(table=TABLE, objects=OBJECTS)
