@@ -83,13 +83,23 @@ class Verification:
                 out.write(f"  ... and {len(entries) - show} more\n")
 
 
-def walk_content(tool, visit: Callable[[Any], None]) -> None:
+def walk_content(tool, visit: Callable[[Any], None], root=None) -> None:
     """Call ``visit`` with what a rebuild catalogs, in its order
-    (``maintenance.content_objects``); nothing is kept."""
+    (``maintenance.content_objects``), of the site or of the object
+    ``root`` and below; nothing is kept."""
     from plone_pgcatalog.maintenance import content_objects
 
-    for obj in content_objects(tool):
+    for obj in content_objects(tool, root):
         visit(obj)
+
+
+def outermost(paths) -> list[str]:
+    """``paths`` without those below another of them, sorted."""
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(path == root or path.startswith(root + "/") for root in kept):
+            kept.append(path)
+    return kept
 
 
 def _json(value):
@@ -124,8 +134,11 @@ def _differences(expected: dict, stored: dict, names) -> list[str]:
     ]
 
 
-def verify(tool, handler=None) -> Verification:
-    """Compare the catalog rows of the site with the content (see module)."""
+def verify(tool, handler=None, roots=None) -> Verification:
+    """Compare the catalog rows of the site with the content (see module);
+    with ``roots`` (paths), only the rows and the content at and below
+    them (the repair after an undo, ``undo``): a root no object lies at
+    has its rows orphaned."""
     from plone_pgcatalog.extraction import extract_row
     from plone_pgcatalog.extraction import indexable
     from plone_pgcatalog.paths import path_clause
@@ -182,8 +195,11 @@ def verify(tool, handler=None) -> Verification:
             if names:
                 result.stale.append((row.path, names))
 
+    scopes = outermost(roots) if roots is not None else [site_path]
     if handler is not None:
-        handler.init(f"verifying {site_path}", len(tool))
+        handler.init(
+            f"verifying {', '.join(scopes)}", len(tool) if roots is None else None
+        )
     batch = []
 
     def visit(obj) -> None:
@@ -211,26 +227,35 @@ def verify(tool, handler=None) -> Verification:
             compare(batch)
             batch.clear()
 
-    walk_content(tool, visit)
+    if roots is None:
+        walk_content(tool, visit)
+    else:
+        from plone_pgcatalog.maintenance import resolve
+
+        for root in scopes:
+            found = resolve(tool, root)
+            if found is not None:
+                walk_content(tool, visit, found)
     if batch:
         compare(batch)
     if handler is not None:
         handler.finish()
 
-    site, site_params = path_clause(site_path, -1)
-    rows = reports.SITE_ROWS.format(site=site)
-    last = -1
-    while True:
-        with conn.transaction(), connection.json_cursor(conn) as cursor:
-            cursor.execute(rows, [*site_params, last, VERIFY_BATCH])
-            page = cursor.fetchall()
-        if not page:
-            break
-        for zoid, path in page:
-            result.rows += 1
-            if result.walked.get(path) != zoid:
-                result.orphan.append(path)
-        last = page[-1][0]
+    for scope in scopes:
+        where, where_params = path_clause(scope, -1)
+        rows = reports.SITE_ROWS.format(site=where)
+        last = -1
+        while True:
+            with conn.transaction(), connection.json_cursor(conn) as cursor:
+                cursor.execute(rows, [*where_params, last, VERIFY_BATCH])
+                page = cursor.fetchall()
+            if not page:
+                break
+            for zoid, path in page:
+                result.rows += 1
+                if result.walked.get(path) != zoid:
+                    result.orphan.append(path)
+            last = page[-1][0]
     result.missing.sort()
     result.orphan = sorted(set(result.orphan))
     result.stale.sort()

@@ -327,12 +327,12 @@ def update(tool, progress: JobProgress) -> str:
     return f"{count} objects cataloged again or dropped in {_took(started)}"
 
 
-def _verified(tool, progress: JobProgress):
+def _verified(tool, progress: JobProgress, roots=None):
     from plone_pgcatalog import health
 
     import io
 
-    found = health.verify(tool, progress)
+    found = health.verify(tool, progress, roots)
     out = io.StringIO()
     found.report(out, show=20)
     return found, out.getvalue().strip()
@@ -343,20 +343,31 @@ def verify(tool, progress: JobProgress) -> str:
     return _verified(tool, progress)[1]
 
 
-def repair(tool, progress: JobProgress) -> str:
+def repair(tool, progress: JobProgress, roots=None) -> str:
     """Verify; catalog missing and stale objects, forget orphan rows;
-    verify again (``pgcatalog verify --repair``)."""
+    verify again (``pgcatalog verify --repair``).  With ``roots``, the
+    rows and content at and below those paths only (``repair_below``)."""
     from plone_pgcatalog import health
 
-    found, report = _verified(tool, progress)
+    found, report = _verified(tool, progress, roots)
     if not found.problems:
         return report
     health.repair(tool, found)
     transaction.get().note(f"pgcatalog: repair {tool.site_path()}")
     transaction.commit()
     transaction.begin()
-    again = _verified(tool, progress)[1]
+    again = _verified(tool, progress, roots)[1]
     return f"{report}\nrepaired; verified again:\n{again}"
+
+
+def repair_below(roots: list[str]) -> Work:
+    """``repair`` of the rows and content at and below the paths ``roots``
+    of the site (after an undo: ``undo``)."""
+
+    def work(tool, progress: JobProgress) -> str:
+        return repair(tool, progress, roots)
+
+    return work
 
 
 def reindex(names: list[str]) -> Work:

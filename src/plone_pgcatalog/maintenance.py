@@ -432,15 +432,16 @@ def clear_index(tool, name: str, pghandler=None) -> int:
     return len(rows)
 
 
-def content_objects(tool) -> Iterator:
-    """What a rebuild catalogs: the site and every object below it that has
-    a callable ``reindexObject``, the catalog excepted (Plone's rule).
+def content_objects(tool, root=None) -> Iterator:
+    """What a rebuild catalogs: the site (or the object ``root`` of it) and
+    every object below it that has a callable ``reindexObject``, the
+    catalog excepted (Plone's rule).
 
     A site below it whose catalog is this kind stops the walk
     (``nested_site_error``): its rows would be taken for the outer
     site's."""
     site = aq_parent(aq_inner(tool))
-    for obj in _walk(site):
+    for obj in _walk(site if root is None else root):
         base = aq_base(obj)
         if base is not aq_base(site) and pg_catalog_of_site(obj) is not None:
             raise nested_site_error(obj, site)

@@ -6,10 +6,11 @@ state processor cannot read the restored objects (``processor.
 CatalogStateProcessor.undone``, which notifies ``processor.RowsUndone``).
 ZCatalog's BTrees are objects of the ZODB: its undo restores them with the
 content.  So once the undo has committed, a "Verify and repair" job
-(``jobs.repair``: every object of the site compared with its row, the
-missing, stale and orphaned rows mended) runs on each site the undo
-concerns, in the background, its progress on the catalog's pages; where a
-job runs on the site already, after it.
+(``jobs.repair_below``: the objects at and below the paths the undo
+concerns compared with their rows, the missing, stale and orphaned rows
+mended) runs on each site the undo concerns, in the background, its
+progress on the catalog's pages; where a job runs on the site already,
+after it.
 
 Owns: the subscriber of ``RowsUndone`` and the after-commit hook that
 starts the jobs.  The Zope root is found from the request (the ZMI's Undo
@@ -87,7 +88,10 @@ def mend(committed: bool, undone: Undone) -> list:
         return []
     started = []
     for catalog in _catalogs(root, paths):
-        job = jobs.start_or_queue(catalog, TITLE, jobs.repair, user="undo")
+        site = catalog.site_path()
+        below = [path for path in paths if in_subtree(path, site)]
+        work = jobs.repair_below(below)
+        job = jobs.start_or_queue(catalog, TITLE, work, user="undo")
         if job is None:
             logger.info(
                 "undo of transaction %s: %r queued on %s, after the job running"

@@ -134,6 +134,8 @@ def test_an_undone_edit_and_rename_are_mended_in_the_catalog(site, caplog):
     with caplog.at_level(logging.WARNING, logger=processor.__name__):
         job = _undo(portal, "edit")
     assert "stale" in job.result and "repaired" in job.result
+    # Only what the undo concerns is read: the page, not the whole site.
+    assert "(0 missing, 0 orphan, 1 stale) in 1 objects, 1 rows" in job.result
     [logged] = [r.message for r in caplog.records if "undo of transaction" in r.message]
     assert "concerns 1 cataloged objects (/plone/f/p)" in logged
     assert portal["f"]["p"].title == "Alpha"
