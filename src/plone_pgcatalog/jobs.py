@@ -12,7 +12,8 @@ until the job has ended, and then show its result or error.
 
 Owns: ``Job`` (what ran, by whom, progress, result), the registry of this
 process's jobs (the last ``KEEP`` of them; one running job per site at a
-time in this process, so two rebuilds started here never race), and the
+time in this process, so two rebuilds started here never race; work that
+must not be lost waits for the running one, ``start_or_queue``), and the
 thread's Zope set-up (request, site, security) and transaction: work that
 does not commit by itself is committed once at its end (run again after a
 conflict), or aborted on error; nothing is half-written.
