@@ -15,12 +15,17 @@ Owns: writing catalog rows inside the ZODB two-phase commit.
   uncataloged paths are cleared (and the rows a
   rebuild did not write, ``PendingCatalog.keep_only``, noting the time
   of the rebuild), and the change counter moves.
+- ``undone()`` runs when zodb-pgjsonb undoes a transaction
+  (history-preserving storages): it names the cataloged objects the undo
+  concerns and notifies ``RowsUndone``, on which ``undo`` mends their
+  rows once the undo has committed.
 
 Rows of removed objects go with them: the table's foreign key on
 ``object_state`` deletes them (``ON DELETE CASCADE``) when zodb-pgjsonb
 deletes the state (pack, undo of a creation).
 
-Both read only the transaction's ``PendingCatalog``.  An abort rolls the
+``process()`` and ``finalize()`` read only the transaction's
+``PendingCatalog``.  An abort rolls the
 PostgreSQL transaction back with everything else.  Must not open
 connections.
 """
@@ -331,11 +336,6 @@ class RowsUndone:
     paths: tuple[str, ...]
 
 
-def _path_of(row) -> str:
-    """The path of a row of ``_UNDONE_ROWS``, as a dict or a tuple."""
-    return row["path"] if isinstance(row, dict) else row[0]
-
-
 class CatalogStateProcessor:
     """Registered on a ``PGJsonbStorage``; see the module docstring."""
 
@@ -366,7 +366,8 @@ class CatalogStateProcessor:
         if not restored:
             return
         cursor.execute(_UNDONE_ROWS, (list(restored), UNDONE_STEPS))
-        paths = tuple(_path_of(row) for row in cursor.fetchall())
+        # zodb-pgjsonb's undo cursor gives dict rows.
+        paths = tuple(row["path"] for row in cursor.fetchall())
         if paths:
             logger.warning(UNDONE, tid, len(paths), ", ".join(paths[:10]))
             zope.event.notify(RowsUndone(tid, paths))
