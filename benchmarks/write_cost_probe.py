@@ -14,10 +14,15 @@ its end (nothing is kept, DDL included; the table is vacuumed after
 each), alternating, and the median of ``--rounds`` is printed in ms, with
 the share of a row:
 
-- ``as built``: ``idx`` merged for that key, as the commit's patch
-  statement (``store.processor._PATCH_ROWS``) merges each key it writes,
-  with the key named as the commit names it (``columns.PATCHED_KEYS``):
-  the trigger derives that key's columns;
+- ``as built``: the list and its number written in their columns,
+  ``idx`` untouched, as the commit writes a patch of lists stored once
+  (``columns.once_patch``, since 2026-12-01);
+- ``through idx``: ``idx`` merged for that key, as the commit's patch
+  statement (``store.processor._PATCH_ROWS``) merges each key it writes
+  otherwise, with the key named as the commit names it
+  (``columns.PATCHED_KEYS``): the trigger derives that key's columns and
+  takes the list out of ``idx`` again (how the commit wrote a sharing
+  change before);
 - ``keys not named``: the same without the key named: the trigger derives
   the columns of the keys whose value the statement changes (schema 14;
   in schemas 11-13 every column);
@@ -25,10 +30,10 @@ the share of a row:
 - ``without SQL indexes``: as built, every index of the table dropped but
   its key;
 - ``typed columns set, idx untouched``: the two typed columns of the index
-  (its list and the list's number) set directly, ``idx`` not written, no
-  trigger, the indexes as built;
-- ``as built, compressed with lz4`` (where the server has lz4): as built,
-  the values written anew (``COMPRESSED``) compressed with lz4 instead of
+  (its list and the list's number) set by array functions, without the
+  check that the column gives the value back, the indexes as built;
+- ``through idx, compressed with lz4`` (where the server has lz4): through
+  ``idx``, the values written anew (``COMPRESSED``) compressed with lz4 instead of
   PostgreSQL's default ``pglz``;
 - with ``--each-index``, ``without NAME`` for each SQL index of the table
   but its key: as built, that one index dropped (what the index costs the
@@ -44,11 +49,14 @@ Compare rows within one run: the absolute times move with the machine.
 
 from __future__ import annotations
 
+from plone_pgcatalog.store.columns import once_patch
 from plone_pgcatalog.store.columns import PATCHED_KEYS
+from plone_pgcatalog.store.columns import registered
 from plone_pgcatalog.store.columns import set_column
 from plone_pgcatalog.store.columns import TRIGGER
 from plone_pgcatalog.store.schema import TABLE
 from psycopg import sql
+from psycopg.types.json import Jsonb
 
 import argparse
 import json
@@ -94,6 +102,28 @@ def _rows(conn: psycopg.Connection, count: int) -> list[int]:
     return [zoid for (zoid,) in found]
 
 
+def _with_term(cur: psycopg.Cursor, zoids: list[int], term: str) -> tuple:
+    """The parameters of ``once_patch`` that add ``term`` to the lists of
+    ``zoids``, as a commit sends them (each row's new value), read before
+    the change is timed."""
+    cur.execute(
+        sql.SQL(
+            "SELECT zoid, COALESCE(idx -> {key}, to_jsonb({column}))"
+            " FROM {table} WHERE zoid = ANY(%s::bigint[])"
+        ).format(
+            table=sql.Identifier(TABLE),
+            key=sql.Literal(INDEX),
+            column=sql.Identifier(INDEX),
+        ),
+        (zoids,),
+    )
+    found = cur.fetchall()
+    return (
+        [zoid for zoid, _ in found],
+        [Jsonb({INDEX: sorted([*(terms or []), term])}) for _, terms in found],
+    )
+
+
 def _secondary_indexes(conn: psycopg.Connection) -> list[str]:
     found = conn.execute(
         "SELECT c.relname FROM pg_index AS i JOIN pg_class AS c"
@@ -118,11 +148,16 @@ def _variants(
     named = sql.SQL("SELECT set_config({}, {}, true)").format(
         sql.Literal(PATCHED_KEYS), sql.Literal(json.dumps([INDEX]))
     )
+    with conn.cursor() as cur:
+        built = once_patch([INDEX], registered(cur))
+    if built is None:
+        raise SystemExit(f"{INDEX} and its number are not typed columns ready here")
     variants = [
-        ("as built", [named], _MERGE_IDX),
+        ("as built", [], built),
+        ("through idx", [named], _MERGE_IDX),
         ("keys not named", [], _MERGE_IDX),
         ("without the trigger", [no_trigger], _MERGE_IDX),
-        ("without SQL indexes", [named, *drops], _MERGE_IDX),
+        ("without SQL indexes", [*drops], built),
         ("typed columns set, idx untouched", [no_trigger], _SET_TYPED),
     ]
     if _has_lz4(conn):
@@ -132,10 +167,10 @@ def _variants(
             )
             for column in COMPRESSED
         ]
-        variants.append(("as built, compressed with lz4", [named, *lz4], _MERGE_IDX))
+        variants.append(("through idx, compressed with lz4", [named, *lz4], _MERGE_IDX))
     if each_index:
         variants += [
-            (f"without {name}", [named, drop], _MERGE_IDX)
+            (f"without {name}", [drop], built)
             for name, drop in zip(_secondary_indexes(conn), drops)
         ]
     return variants
@@ -184,8 +219,14 @@ def main(argv=None) -> int:
                 with conn.transaction(force_rollback=True), conn.cursor() as cur:
                     for statement in ddl:
                         cur.execute(statement)
+                    term = f"user:probe-{round_}"
+                    params = (
+                        (term, zoids)
+                        if change is _MERGE_IDX or change is _SET_TYPED
+                        else _with_term(cur, zoids, term)
+                    )
                     started = time.perf_counter()
-                    cur.execute(change, (f"user:probe-{round_}", zoids))
+                    cur.execute(change, params)
                     times[label].append((time.perf_counter() - started) * 1000)
                 # The rolled-back versions of the rows: gone before the
                 # next variant, which would else write beside them (and

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from plone import api
 from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import processor
 from plone_pgcatalog.store import schema
 from tests.integration.test_keyed_trigger import _column
 from tests.integration.test_keyed_trigger import _drifted
@@ -20,6 +21,7 @@ from tests.integration.test_typed_columns import _site_with_index
 from tests.integration.test_upgrades import _upgrade_from
 
 import psycopg
+import pytest
 import transaction
 
 KEYWORDS = ("Subject", "allowedRolesAndUsers", "object_provides")
@@ -130,6 +132,104 @@ def test_patches_of_other_indexes_in_the_same_commit(pg_layer):
     assert _column(dsn, "Subject", "/plone/page-0") == ["blue"]
     assert _column(dsn, "Subject", "/plone/page-1") == ["red", "tag-1"]
     assert _paths(portal, Subject="tag-1") == ["/plone/page-1"]
+    assert _drifted(dsn) == []
+
+
+@pytest.fixture
+def written_once(monkeypatch) -> set[int]:
+    """The zoids of the rows whose patched lists the commits write straight
+    into their columns (``processor._write_once``)."""
+    written: set[int] = set()
+    write_once = processor._write_once
+
+    def recorded(*args):
+        done = write_once(*args)
+        written.update(done)
+        return done
+
+    monkeypatch.setattr(processor, "_write_once", recorded)
+    return written
+
+
+def _shared_folder(pg_layer):
+    """A private folder of two private pages; the folder's row number of
+    each path."""
+    portal = _site(pg_layer, count=1)
+    folder = api.content.create(container=portal, type="Folder", id="shared")
+    for number in range(2):
+        api.content.create(container=folder, type="Document", id=f"doc-{number}")
+    transaction.commit()
+    found = portal.portal_catalog.unrestrictedSearchResults(path="/plone/shared")
+    return portal, folder, {b.getPath(): b.getRID() for b in found}
+
+
+def _number_of(dsn: str, path: str) -> tuple[int, list[str]]:
+    """The row's list number and the list it numbers."""
+    with psycopg.connect(dsn) as conn:
+        return conn.execute(
+            'SELECT s."allowedRolesAndUsers:set", k.terms FROM pgcatalog_objects AS s'
+            " JOIN pgcatalog_keyword_sets AS k"
+            ' ON k.id = s."allowedRolesAndUsers:set" WHERE s.path = %s',
+            (path,),
+        ).fetchone()
+
+
+def test_a_sharing_change_writes_the_lists_in_their_columns(pg_layer, written_once):
+    """A sharing change's commit sets each descendant's list and its
+    number, ``idx`` untouched (``columns.once_patch``): searches by the
+    new term find them, and the columns are what the trigger derives."""
+    portal, folder, rids = _shared_folder(pg_layer)
+    dsn = pg_layer["pgcatalog_dsn"]
+    folder.manage_setLocalRoles("sharer", ["Reader"])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    assert written_once == set(rids.values())
+    for path in rids:
+        assert "allowedRolesAndUsers" not in _in_idx(dsn, path)
+        column = _column(dsn, "allowedRolesAndUsers", path)
+        assert "user:sharer" in column
+        assert _number_of(dsn, path)[1] == column
+    catalog = portal.portal_catalog
+    assert sorted(
+        b.getPath()
+        for b in catalog.unrestrictedSearchResults(allowedRolesAndUsers="user:sharer")
+    ) == sorted(rids)
+    assert _drifted(dsn) == []
+    folder.manage_delLocalRoles(["sharer"])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    assert not catalog.unrestrictedSearchResults(allowedRolesAndUsers="user:sharer")
+    assert _drifted(dsn) == []
+
+
+def test_a_list_its_column_cannot_hold_is_written_through_idx(pg_layer, written_once):
+    """A principal id longer than a typed column holds (``TEXT_KEPT``):
+    the list stays in ``idx`` too, written there; when it fits again, the
+    write through ``idx`` takes it out (the row's ``idx`` holds the key)."""
+    portal, folder, rids = _shared_folder(pg_layer)
+    dsn = pg_layer["pgcatalog_dsn"]
+    long_id = "x" * (columns.TEXT_KEPT + 20)
+    folder.manage_setLocalRoles(long_id, ["Reader"])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    path = "/plone/shared/doc-0"
+    catalog = portal.portal_catalog
+    found = catalog.unrestrictedSearchResults(allowedRolesAndUsers=f"user:{long_id}")
+    assert sorted(b.getPath() for b in found) == sorted(rids)
+    assert f"user:{long_id}" in _in_idx(dsn, path)["allowedRolesAndUsers"]
+    assert _drifted(dsn) == []
+    assert written_once == set()
+    folder.manage_delLocalRoles([long_id])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    assert written_once == set()
+    assert "allowedRolesAndUsers" not in _in_idx(dsn, path)
+    assert not catalog.unrestrictedSearchResults(allowedRolesAndUsers=f"user:{long_id}")
+    # Written in their columns again from now on.
+    folder.manage_setLocalRoles("sharer", ["Reader"])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    assert written_once == set(rids.values())
     assert _drifted(dsn) == []
 
 

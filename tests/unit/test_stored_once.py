@@ -120,3 +120,36 @@ def test_a_lists_number_is_taken_from_its_column_once_derived():
     # Alone (its list's column not derived with it), from ``idx``.
     alone = columns._derive_into(["allowedRolesAndUsers:set"], typed)
     assert alone.as_string(None).startswith("SELECT pgcatalog_keyword_set(CASE")
+
+
+REGISTERED = {name: (kind, True) for name, kind in READY.items()}
+
+
+def test_a_patch_of_lists_stored_once_is_written_in_their_columns():
+    """``once_patch``: the list and its number set from the value, the
+    rows whose ``idx`` holds the key or whose column cannot give the value
+    back left to the write through ``idx``."""
+    text = columns.once_patch(["allowedRolesAndUsers"], REGISTERED).as_string(None)
+    assert "idx =" not in text  # ``idx`` untouched: the trigger does not fire
+    # Each distinct list numbered once, then given to its rows.
+    assert 'pgcatalog_keyword_set(l."allowedRolesAndUsers")' in text
+    assert '"allowedRolesAndUsers:set" = d."allowedRolesAndUsers:set"' in text
+    assert "FROM (SELECT DISTINCT vals FROM p)" in text
+    assert "NOT s.idx ?| '{allowedRolesAndUsers}'::text[]" in text
+    assert '(to_jsonb(l."allowedRolesAndUsers"))::text = (l.vals ->' in text
+    both = columns.once_patch(["Subject", "allowedRolesAndUsers"], REGISTERED)
+    assert '"Subject" = d."Subject"' in both.as_string(None)
+
+
+def test_other_patches_are_written_through_idx():
+    assert columns.once_patch([], REGISTERED) is None
+    # A key of another kind, alone or with a list.
+    assert columns.once_patch(["portal_type"], REGISTERED) is None
+    assert columns.once_patch(["Subject", "portal_type"], REGISTERED) is None
+    # A key without a column, or whose column is not ready.
+    assert columns.once_patch(["pgc_tags"], REGISTERED) is None
+    filling = {**REGISTERED, "Subject": ("keywords", False)}
+    assert columns.once_patch(["Subject"], filling) is None
+    # Its list's number is not ready (being filled): the trigger derives it.
+    numbering = {**REGISTERED, "allowedRolesAndUsers:set": ("set", False)}
+    assert columns.once_patch(["allowedRolesAndUsers"], numbering) is None

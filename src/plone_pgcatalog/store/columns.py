@@ -690,6 +690,91 @@ def trigger_ddl(
     return sql.SQL("; ").join([function, trigger])
 
 
+def once_patch(
+    keys: list[str], columns: dict[str, tuple[str, bool]]
+) -> sql.Composed | None:
+    """The ``UPDATE`` that writes the patched values of ``keys`` straight
+    into their typed columns, ``idx`` untouched: where each key is stored
+    once (its column of ``ONCE_KINDS``) and every column derived from it
+    is ready (``columns``: ``registered``), else None.
+
+    The trigger fires only for an ``UPDATE`` of ``idx``.  A sharing
+    change's merge of ``allowedRolesAndUsers`` into ``idx``, which the
+    trigger then derived the list and its number from and took out again,
+    wrote every row's ``idx`` anew (compressed again) for nothing: 1,000
+    rows 148 -> 95 ms (``benchmarks/README.rst``, "A sharing change's
+    lists written in their columns").  The columns are derived from the
+    values as the trigger derives them (``derive``, the number from the
+    list's column).  Parameters: the rows' zoids and their values (JSONB
+    objects holding ``keys``).  Writes and returns only the rows whose
+    ``idx`` holds none of the keys and whose columns give each value back
+    exactly (``restored``), as a row written through the trigger would
+    then be; the caller writes the others through ``idx``."""
+    if not keys:
+        return None
+    derived: list[tuple[str, str]] = []
+    for key in keys:
+        kind, ready = columns.get(key, (None, False))
+        if kind not in ONCE_KINDS or not ready:
+            return None
+        others = [
+            (name, kind)
+            for name, (kind, ready) in columns.items()
+            if source_key(name) == key and name != key
+        ]
+        if any(not columns[name][1] for name, _ in others):
+            return None
+        derived += [(key, columns[key][0]), *others]
+    lists = sql.SQL(", ").join(
+        sql.SQL("{} AS {}").format(
+            derive(columns[key][0], sql.SQL("(u.vals -> {})").format(sql.Literal(key))),
+            sql.Identifier(key),
+        )
+        for key in keys
+    )
+    assignments, numbers = [], []
+    for name, kind in derived:
+        if kind == "set":
+            numbers.append(
+                sql.SQL(SETS_FUNCTION + "(l.{}) AS {}").format(
+                    sql.Identifier(source_key(name)), sql.Identifier(name)
+                )
+            )
+        elif name not in keys:
+            return None  # no other kind is derived from a list
+        assignments.append(sql.SQL("{0} = d.{0}").format(sql.Identifier(name)))
+    exact = sql.SQL(" AND ").join(
+        sql.SQL("({})::text = (l.vals -> {})::text").format(
+            restored(sql.SQL("l.{}").format(sql.Identifier(key))), sql.Literal(key)
+        )
+        for key in keys
+    )
+    # Each distinct value derived and numbered once (a sharing change
+    # gives the same list to most rows), as the trigger's last list
+    # (``LAST_LIST``) saves for rows written one after the other.
+    return sql.SQL(
+        "WITH p AS (SELECT * FROM unnest(%b::bigint[], %b::jsonb[]) AS p(zoid, vals)),"
+        " l AS (SELECT u.vals, {lists} FROM (SELECT DISTINCT vals FROM p) AS u),"
+        " d AS (SELECT {selected} FROM l WHERE {exact})"
+        " UPDATE pgcatalog_objects AS s SET {assignments}"
+        " FROM p JOIN d ON d.vals = p.vals"
+        " WHERE s.zoid = p.zoid AND NOT s.idx ?| {keys}::text[]"
+        " RETURNING s.zoid"
+    ).format(
+        lists=lists,
+        selected=sql.SQL(", ").join(
+            [
+                sql.SQL("l.vals"),
+                *(sql.SQL("l.{}").format(sql.Identifier(key)) for key in keys),
+                *numbers,
+            ]
+        ),
+        exact=exact,
+        assignments=sql.SQL(", ").join(assignments),
+        keys=sql.Literal(list(keys)),
+    )
+
+
 def _set_lock_timeout(cur: psycopg.Cursor, lock_timeout: str) -> None:
     cur.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
 

@@ -236,6 +236,27 @@ def patched_keys(patches: list[CatalogPatch]) -> list[str]:
     return sorted(keys)
 
 
+def _values_only(patch: CatalogPatch) -> bool:
+    """Whether ``patch`` gives values of indexes only (no metadata, text or
+    index removed): a sharing change's."""
+    return not (patch.update_metadata or patch.text_given or patch.removed)
+
+
+def _write_once(cursor, keys: list[str], patches: list, registry: dict) -> set[int]:
+    """Write ``patches`` (``_values_only``, each of ``keys``) straight into
+    the typed columns of keys stored once, where the layout allows it
+    (``columns.once_patch``); the zoids of the rows written."""
+    statement = columns.once_patch(keys, registry)
+    if statement is None:
+        return set()
+    cursor.execute(
+        statement,
+        ([p.zoid for p in patches], [Jsonb(p.values, dumps) for p in patches]),
+        prepare=True,
+    )
+    return {zoid for (zoid,) in cursor.fetchall()}
+
+
 def _by_keys(patches: list[CatalogPatch]) -> list[tuple[list[str], list]]:
     """``patches`` grouped by the keys each changes (``patched_keys``), in
     the order of their first patch."""
@@ -427,7 +448,16 @@ def _write_rows(cursor, pending) -> None:
         # would have its column derived from nothing).
         patched: set[int] = set()
         with conn.cursor(row_factory=tuple_row) as updating:
+            registry = None
             for keys, group in _by_keys(patches):
+                if all(_values_only(patch) for patch in group):
+                    if registry is None:
+                        registry = columns.registered(updating)
+                    done = _write_once(updating, keys, group, registry)
+                    patched.update(done)
+                    group = [patch for patch in group if patch.zoid not in done]
+                    if not group:
+                        continue
                 updating.execute(_PATCHED_KEYS, (json.dumps(keys),))
                 updating.execute(_PATCH_ROWS, patch_arrays(group), prepare=True)
                 # Read at once (a round trip in the pipeline): only the
