@@ -174,6 +174,29 @@ def test_undone_creations_take_their_rows_along(site, caplog):
         ).fetchone() == (0,)
 
 
+def test_an_undone_creation_in_a_folder_reads_the_folder(site, caplog):
+    """A creation also changes the site's registry (five.intid) and tools
+    (the uid generator, the history storage): none of them holds rows, and
+    the repair reads the folder whose items the undo restores, not the
+    site."""
+    portal, dsn = site
+    folder = api.content.create(container=portal, type="Folder", id="f")
+    api.content.create(container=folder, type="Document", id="kept")
+    _commit("folder")
+    api.content.create(container=folder, type="Document", id="x", title="Undone")
+    _commit("x")
+    assert _paths(Title="Undone") == ["/plone/f/x"]
+
+    with caplog.at_level(logging.WARNING, logger=processor.__name__):
+        job = _undo(portal, "x")
+    [logged] = [r.message for r in caplog.records if "undo of transaction" in r.message]
+    assert "concerns 1 cataloged objects (/plone/f)" in logged
+    assert "in 2 objects, 2 rows" in job.result
+    assert "x" not in portal["f"]
+    assert _paths(Title="Undone") == []
+    assert _paths(path="/plone/f") == ["/plone/f", "/plone/f/kept"]
+
+
 def test_an_undo_without_a_request_or_site_says_how_to_mend(site, caplog):
     portal, dsn = site
     setSite(None)
@@ -295,10 +318,11 @@ def test_an_undone_comment_deletion_is_mended(discussion_site, caplog):
     with caplog.at_level(logging.WARNING, logger=processor.__name__):
         job = _undo(portal, "delete comment")
     [logged] = [r.message for r in caplog.records if "undo of transaction" in r.message]
-    # The site is named too, and so the job reads all of it: five.intid's
-    # utility, which forgot the comment, is held by the site's registry.
-    assert "/plone/p" in logged
-    assert "(1 missing, 0 orphan, 1 stale)" in job.result
+    # Only the page: five.intid's utility, which forgot the comment too, is
+    # held by the site's registry, which holds no rows (it led to the site,
+    # and the job read all of it).
+    assert "concerns 1 cataloged objects (/plone/p)" in logged
+    assert "(1 missing, 0 orphan, 1 stale) in 2 objects, 1 rows" in job.result
     conversation = IConversation(portal["p"])
     assert list(conversation.keys()) == [comment_id]
     assert _paths(portal_type="Discussion Item", path="/plone/p") == [comment_path]

@@ -265,3 +265,24 @@ def test_the_rows_json_is_orjson_s_with_the_standard_library_s_where_it_refuses(
     arrays = patch_arrays([patch])
     for position in (5, 9, 10):
         assert arrays[position][0].dumps is processor.dumps
+
+
+def test_an_undo_is_not_followed_through_registries_and_tools():
+    """``processor.holds_no_rows``: the classes whose objects an undo's walk
+    to the cataloged holders of restored states stops at."""
+    from plone_pgcatalog.store.processor import holds_no_rows
+
+    assert holds_no_rows("five.localsitemanager.registry", "PersistentComponents")
+    assert holds_no_rows(
+        "zope.component.persistentregistry", "PersistentAdapterRegistry"
+    )
+    assert holds_no_rows(
+        "Products.CMFUid.UniqueIdGeneratorTool", "UniqueIdGeneratorTool"
+    )
+    # Followed: B-trees (a folder's items, annotations), content, what holds
+    # comments, and classes that cannot be imported.
+    assert not holds_no_rows("BTrees.OOBTree", "OOBTree")
+    assert not holds_no_rows("plone.app.discussion.conversation", "Conversation")
+    assert not holds_no_rows("plone.app.contenttypes.content", "Document")
+    assert not holds_no_rows("no.such.module", "Gone")
+    assert not holds_no_rows("BTrees.OOBTree", "NoSuchClass")

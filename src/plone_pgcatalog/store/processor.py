@@ -53,6 +53,8 @@ from ZODB.POSException import ConflictError
 from ZODB.utils import p64
 from zodb_pgjsonb.storage import ExtraColumn
 
+import functools
+import importlib
 import json
 import logging
 import zope.event
@@ -314,29 +316,78 @@ def _check_replaced_rows(cursor, pending) -> None:
 
 
 #: How far an undo's restored states are followed to the cataloged object
-#: holding them (``_UNDONE_ROWS``): a folder's items are in a B-tree of
+#: holding them (``undone_paths``): a folder's items are in a B-tree of
 #: buckets, a comment in the B-tree of a conversation in the annotations
 #: of its page.
 UNDONE_STEPS = 6
-#: The catalog rows an undo concerns (``undone``): those of the restored
-#: objects, and those of the cataloged objects that hold a restored object
-#: without a row, through other objects without one (a folder whose items
-#: were added, removed or reordered; a page whose workflow history or
-#: comments changed), found by zodb-pgjsonb's index of references.  A
-#: holder found that way which the undo did not change (the site, holding
-#: its registry) only makes the repair job run for nothing; one missed
-#: would leave its rows stale.
-_UNDONE_ROWS = sql.SQL(
-    "WITH RECURSIVE held(zoid, steps) AS ("
-    " SELECT unnest(%s::bigint[]), 0"
-    " UNION"
-    " SELECT o.zoid, h.steps + 1 FROM held AS h"
-    " JOIN {objects} AS o ON o.refs @> ARRAY[h.zoid]"
-    " WHERE h.steps < %s"
-    " AND NOT EXISTS (SELECT 1 FROM {table} AS c WHERE c.zoid = h.zoid))"
-    " SELECT DISTINCT c.path FROM held AS h JOIN {table} AS c ON c.zoid = h.zoid"
-    " ORDER BY c.path"
-).format(table=TABLE, objects=OBJECTS)
+#: The objects (each with its class, and its catalog row's path or NULL)
+#: given, or (``_HOLDERS``) those whose states reference any of them:
+#: zodb-pgjsonb's index of references (``refs``, GIN).
+_OBJECTS_AND_ROWS = (
+    "SELECT o.zoid, o.class_mod, o.class_name, c.path FROM {objects} AS o"
+    " LEFT JOIN {table} AS c ON c.zoid = o.zoid WHERE "
+)
+_GIVEN = sql.SQL(_OBJECTS_AND_ROWS + "o.zoid = ANY(%s::bigint[])").format(
+    table=TABLE, objects=OBJECTS
+)
+_HOLDERS = sql.SQL(_OBJECTS_AND_ROWS + "o.refs && %s::bigint[]").format(
+    table=TABLE, objects=OBJECTS
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def holds_no_rows(module: str, name: str) -> bool:
+    """Whether objects of class ``module.name`` hold nothing a catalog row
+    is made of: component registries (a site's local utilities, such as
+    five.intid's ids, which every creation and deletion changes) and CMF
+    tools (the history storage, the uid generator).  An undo that restores
+    one concerns no catalog row through it: followed, they led to the
+    site, and the repair read the whole site (some 11 ms an object) for an
+    undone comment.  Rows of content that such a transaction changed too
+    are found by their own restored states.  A class that cannot be
+    imported is followed."""
+    from Products.CMFCore.utils import UniqueObject
+    from zope.interface.adapter import BaseAdapterRegistry
+    from zope.interface.registry import Components
+
+    try:
+        found = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return False
+    return isinstance(found, type) and issubclass(
+        found, (Components, BaseAdapterRegistry, UniqueObject)
+    )
+
+
+def undone_paths(cursor, restored: list[int]) -> list[str]:
+    """The paths of the catalog rows an undo concerns (``undone``): those
+    of the restored objects, and those of the cataloged objects that hold
+    a restored object without a row, through other objects without one
+    (a folder whose items were added, removed or reordered; a page whose
+    workflow history or comments changed), at most ``UNDONE_STEPS`` away,
+    not through objects that hold no rows (``holds_no_rows``).  A holder
+    found that way which the undo did not change only makes the repair job
+    read its subtree for nothing; one missed would leave its rows stale.
+    ``cursor`` gives dict rows (zodb-pgjsonb's undo cursor)."""
+    paths: set[str] = set()
+    seen = set(restored)
+    cursor.execute(_GIVEN, (list(restored),))
+    found = cursor.fetchall()
+    for step in range(UNDONE_STEPS + 1):
+        followed = []
+        for row in found:
+            if row["path"] is not None:
+                paths.add(row["path"])
+            elif not holds_no_rows(row["class_mod"], row["class_name"]):
+                followed.append(row["zoid"])
+        if not followed or step == UNDONE_STEPS:
+            break
+        cursor.execute(_HOLDERS, (followed,))
+        found = [row for row in cursor.fetchall() if row["zoid"] not in seen]
+        seen.update(row["zoid"] for row in found)
+    return sorted(paths)
+
+
 #: What the log says when an undo concerns cataloged objects.
 UNDONE = (
     "undo of transaction %s concerns %d cataloged objects (%s): their catalog"
@@ -381,14 +432,12 @@ class CatalogStateProcessor:
         not, and the catalog cannot read the restored objects here (no
         Zope, no acquisition).  Rows of deleted states go with them (the
         foreign key).  So the undo goes on; the log names the cataloged
-        objects it concerns (``_UNDONE_ROWS``, ``UNDONE``) and
+        objects it concerns (``undone_paths``, ``UNDONE``) and
         ``RowsUndone`` is notified, on which ``undo`` mends the catalog
         after the commit."""
         if not restored:
             return
-        cursor.execute(_UNDONE_ROWS, (list(restored), UNDONE_STEPS))
-        # zodb-pgjsonb's undo cursor gives dict rows.
-        paths = tuple(row["path"] for row in cursor.fetchall())
+        paths = tuple(undone_paths(cursor, list(restored)))
         if paths:
             logger.warning(UNDONE, tid, len(paths), ", ".join(paths[:10]))
             zope.event.notify(RowsUndone(tid, paths))
