@@ -35,7 +35,7 @@ from plone_pgcatalog.query import query_names
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.query import read_indexes
 from plone_pgcatalog.registry import get_translator
-from plone_pgcatalog.results import text_configs
+from plone_pgcatalog.results import query_text_configs
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
@@ -240,7 +240,7 @@ def counted(
         overlay = pending.overlay(reads)
     else:
         overlay = Overlay()
-    configs = text_configs(query, catalog)
+    configs = query_text_configs(query, catalog)
     with connection.reading(catalog) as conn:
         context = QueryContext(
             text_configs=configs,

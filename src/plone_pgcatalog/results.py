@@ -33,6 +33,9 @@ from plone_pgcatalog.query import is_large
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.query import read_indexes
 from plone_pgcatalog.query import row_test
+from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.registry import TextTranslator
+from plone_pgcatalog.registry import TRANSLATORS
 from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
@@ -242,7 +245,7 @@ def _search(
         )
     else:
         overlay = Overlay()
-    configs = text_configs(query, catalog)
+    configs = query_text_configs(query, catalog)
     large = is_large(connection.catalog_rows(catalog))
     lists = many_lists(connection.numbered_lists(catalog))
 
@@ -471,6 +474,30 @@ def _as_read(catalog) -> tuple[dict[str, str], bool]:
     snapshot has it: the ready typed columns, and whether the site is alone
     in the table."""
     return connection.ready_columns(catalog), connection.site_alone(catalog)
+
+
+#: Our translators that read no text configuration (all but ZCTextIndex's).
+_NO_LANGUAGES = tuple(
+    translator
+    for translator in TRANSLATORS.values()
+    if not isinstance(translator, TextTranslator)
+)
+
+
+def query_text_configs(query: dict, catalog) -> tuple[str, ...]:
+    """``text_configs`` of ``query`` where a translator of an index it
+    names may read them (``QueryContext.text_configs``): ZCTextIndex's, or
+    an add-on's; else none.  Plone's language settings, read from the
+    registry for every search, were about a tenth of a search whose
+    result is kept (``portal_type=Document`` with metadata, 0.30 -> 0.25
+    ms, ``benchmarks/README.rst``, "Session 28")."""
+    indexes = catalog.getIndexDefinitions()
+    snapshot = connection.snapshot_id(catalog)
+    for name in query:
+        for index_name in translations.answering(indexes, name, snapshot):
+            if get_translator(indexes[index_name].meta_type) not in _NO_LANGUAGES:
+                return text_configs(query, catalog)
+    return ()
 
 
 def text_configs(query: dict, catalog=None) -> tuple[str, ...]:

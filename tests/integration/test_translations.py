@@ -14,6 +14,7 @@ from DateTime import DateTime
 from plone import api
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
+from plone.app.textfield.value import RichTextValue
 from plone_pgcatalog.interfaces import IIndexTranslator
 from plone_pgcatalog.query import QueryContext
 from plone_pgcatalog.registry import TRANSLATORS
@@ -291,3 +292,35 @@ def test_the_definitions_states_are_read_once_per_committed_state(site, monkeypa
     assert _key(query) == first
     assert len(loops) == 4
     assert _ids(query) == ["d0", "d1", "d2"]
+
+
+def test_only_text_queries_read_the_language_settings(site, monkeypatch):
+    """The text configurations (Plone's languages, from the registry) are
+    read for a query that names a text index only
+    (``results.query_text_configs``): they were a tenth of a search whose
+    result is kept.  A full-text query still matches the languages'
+    stems."""
+    from plone_pgcatalog import results
+
+    read = []
+    site_languages = results.site_languages
+
+    def counted(catalog=None):
+        read.append(catalog)
+        return site_languages(catalog)
+
+    monkeypatch.setattr(results, "site_languages", counted)
+    catalog = api.portal.get_tool("portal_catalog")
+    assert len(catalog(portal_type="Document", sort_on="id")) == 3
+    assert len(catalog(path={"query": "/plone/f", "depth": 0})) == 1
+    assert read == []
+    catalog(SearchableText="d1")
+    catalog(Title="d1", portal_type="Document")
+    assert len(read) == 2
+    page = site["d0"]
+    page.text = RichTextValue("The houses by the lake", "text/plain", "text/html")
+    page.reindexObject()
+    transaction.commit()
+    # An English stem: matched through the site's language.
+    assert api.portal.get_registry_record("plone.default_language") == "en"
+    assert [b.getId for b in catalog(SearchableText="house")] == ["d0"]
