@@ -383,10 +383,6 @@ def _undo_and_repair(portal, note: str) -> list:
     return started
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fa8516e: the walk stops at portal_workflow (a CMF tool), no repair",
-)
 def test_an_undone_workflow_chain_change_is_mended(site):
     """A change of a type's workflow (a tool's setting) and the reindex of
     its objects' states, in one transaction: the objects' own states are
@@ -414,10 +410,6 @@ def test_an_undone_workflow_chain_change_is_mended(site):
     assert _paths(review_state="published", portal_type="Document") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fa8516e: the walk stops at portal_types (a CMF tool), no repair",
-)
 def test_an_undone_type_title_change_is_mended(site):
     """A type's title (its FTI, an item of the portal_types tool) and the
     reindex of its objects' ``Type``: undone, ZCatalog gives the old

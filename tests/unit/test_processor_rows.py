@@ -286,3 +286,16 @@ def test_an_undo_is_not_followed_through_registries_and_tools():
     assert not holds_no_rows("plone.app.contenttypes.content", "Document")
     assert not holds_no_rows("no.such.module", "Gone")
     assert not holds_no_rows("BTrees.OOBTree", "NoSuchClass")
+    # Tools whose settings indexes read (workflow chains, type titles).
+    assert not holds_no_rows("Products.CMFPlone.WorkflowTool", "WorkflowTool")
+    assert not holds_no_rows("Products.CMFCore.TypesTool", "TypesTool")
+
+
+def test_a_class_whose_module_fails_to_import_is_followed(tmp_path, monkeypatch):
+    """An add-on half removed: its module raises on import.  The undo must
+    not fail (zodb-pgjsonb aborts it on an error of the hook)."""
+    from plone_pgcatalog.store.processor import holds_no_rows
+
+    (tmp_path / "pgc_broken_addon.py").write_text("raise RuntimeError('gone')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert not holds_no_rows("pgc_broken_addon", "Tool")

@@ -9,19 +9,24 @@ dropping a column online.
 
 A translator that declares ``column_kind`` gets a column named as its
 catalog index, of that kind, where the layout allows one (``column_name``).
-The column is always derived from ``idx`` in SQL, as a row is written:
-``idx`` is what the catalog writes (add-on index types, values of other
-types than the column's), and the column can never disagree with it.  A
-ready column of ``ONCE_KINDS`` (a KeywordIndex's list of strings) then
-takes the value out of ``idx``: it is stored once, in the column, and
-readers of whole values read ``whole_idx`` / ``value_of`` instead of
-``idx`` (``stored_once``):
+The column is always derived in SQL, by one expression per kind
+(``derive``), from the index's JSON value as a row is written: ``idx``
+is what the catalog writes (add-on index types, values of other types
+than the column's), and the column can never disagree with it.  A ready
+column of ``ONCE_KINDS`` (a KeywordIndex's list of strings) then takes
+the value out of ``idx``: it is stored once, in the column, and readers
+of whole values read ``whole_idx`` / ``value_of`` instead of ``idx``
+(``stored_once``):
 
 - a ``BEFORE INSERT OR UPDATE OF idx`` trigger sets every column from the
   row's new ``idx`` (``trigger_ddl``, regenerated from the registry table
   whenever a column comes or goes); an ``UPDATE`` that names the keys of
   ``idx`` it changes (``PATCHED_KEYS``: a partial reindex, a sharing
   change) sets only the columns of those keys;
+- a partial reindex that gives only such lists (a sharing change's
+  ``allowedRolesAndUsers``) is written straight into their columns, from
+  the values the commit sends, by the same expressions, ``idx`` untouched
+  (``once_patch``: no trigger, no ``idx`` written again);
 - rows written before the column existed get it by a fill in batches of
   ``FILL_BATCH`` rows, each its own short transaction, while the site
   runs (``add_column``); writers wait for one batch at most;
@@ -146,8 +151,8 @@ KINDS: dict[str, Kind] = {
     # next minute, exclusive; below the biggest bigint, so +1 fits.
     "range": Kind("int8range", None, _RANGE),
     # The number of a KeywordIndex's list of strings (``NUMBERED``): the
-    # same list, the same number (``SETS_DDL``).  Written by the trigger
-    # and the fill only: finding a number may add one.
+    # same list, the same number (``SETS_DDL``).  Written by the trigger,
+    # the fill and ``once_patch`` only: finding a number may add one.
     "set": Kind(
         "integer",
         None,
@@ -698,18 +703,17 @@ def once_patch(
     once (its column of ``ONCE_KINDS``) and every column derived from it
     is ready (``columns``: ``registered``), else None.
 
-    The trigger fires only for an ``UPDATE`` of ``idx``.  A sharing
-    change's merge of ``allowedRolesAndUsers`` into ``idx``, which the
-    trigger then derived the list and its number from and took out again,
-    wrote every row's ``idx`` anew (compressed again) for nothing: 1,000
-    rows 148 -> 95 ms (``benchmarks/README.rst``, "A sharing change's
-    lists written in their columns").  The columns are derived from the
-    values as the trigger derives them (``derive``, the number from the
+    The trigger fires only for an ``UPDATE`` of ``idx``.  A sharing change's
+    merge of ``allowedRolesAndUsers`` into ``idx``, which the trigger then
+    derived the list and its number from and took out again, wrote every row's
+    ``idx`` anew (compressed again) for nothing: 1,000 rows 127 -> 97 ms
+    (``benchmarks/README.rst``, "Session 28").  The columns are derived from
+    the values as the trigger derives them (``derive``, the number from the
     list's column).  Parameters: the rows' zoids and their values (JSONB
-    objects holding ``keys``).  Writes and returns only the rows whose
-    ``idx`` holds none of the keys and whose columns give each value back
-    exactly (``restored``), as a row written through the trigger would
-    then be; the caller writes the others through ``idx``."""
+    objects holding ``keys``).  Writes and returns only the rows whose ``idx``
+    holds none of the keys and whose columns give each value back exactly
+    (``restored``), as a row written through the trigger would then be; the
+    caller writes the others through ``idx``."""
     if not keys:
         return None
     derived: list[tuple[str, str]] = []

@@ -335,27 +335,45 @@ _HOLDERS = sql.SQL(_OBJECTS_AND_ROWS + "o.refs && %s::bigint[]").format(
 )
 
 
+#: Tools whose state no index reads, which creations and deletions
+#: change: CMFUid's (its generator's counter; an object's uid is its own
+#: annotation) and CMFEditions' storage of versions.  Other tools are
+#: followed to the site: catalog values are computed from their settings
+#: (``review_state`` from portal_workflow's chains, ``Type`` from
+#: portal_types' titles), and a transaction that changes one and reindexes
+#: content writes the rows, not the content's states (helper-37).
+NO_ROWS_TOOLS = frozenset(
+    {
+        "Products.CMFUid.UniqueIdGeneratorTool.UniqueIdGeneratorTool",
+        "Products.CMFUid.UniqueIdAnnotationTool.UniqueIdAnnotationTool",
+        "Products.CMFUid.UniqueIdHandlerTool.UniqueIdHandlerTool",
+        "Products.CMFEditions.ZVCStorageTool.ZVCStorageTool",
+        "Products.CMFEditions.historyidhandlertool.HistoryIdHandlerTool",
+    }
+)
+
+
 @functools.lru_cache(maxsize=1024)
 def holds_no_rows(module: str, name: str) -> bool:
     """Whether objects of class ``module.name`` hold nothing a catalog row
     is made of: component registries (a site's local utilities, such as
-    five.intid's ids, which every creation and deletion changes) and CMF
-    tools (the history storage, the uid generator).  An undo that restores
-    one concerns no catalog row through it: followed, they led to the
-    site, and the repair read the whole site (some 11 ms an object) for an
-    undone comment.  Rows of content that such a transaction changed too
-    are found by their own restored states.  A class that cannot be
-    imported is followed."""
-    from Products.CMFCore.utils import UniqueObject
+    five.intid's ids, which every creation and deletion changes) and the
+    tools of ``NO_ROWS_TOOLS``.  An undo that restores one concerns no
+    catalog row through it: followed, they led to the site, and the repair
+    read the whole site (some 11 ms an object) for an undone comment.  A
+    class that cannot be imported, or whose module fails to import, is
+    followed (the undo must not fail for it)."""
+    if f"{module}.{name}" in NO_ROWS_TOOLS:
+        return True
     from zope.interface.adapter import BaseAdapterRegistry
     from zope.interface.registry import Components
 
     try:
         found = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
+    except Exception:
         return False
     return isinstance(found, type) and issubclass(
-        found, (Components, BaseAdapterRegistry, UniqueObject)
+        found, (Components, BaseAdapterRegistry)
     )
 
 
