@@ -13,6 +13,7 @@ foreign key).
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from plone import api
 from plone.app.discussion.interfaces import IConversation
 from plone.app.testing import SITE_OWNER_NAME
@@ -40,6 +41,39 @@ import time
 import transaction
 
 
+@contextmanager
+def plone_site(db, profiles: tuple):
+    """A Plone site made with ``profiles`` in a new Zope application on
+    ``db``, current, its request set up and its owner logged in; closed
+    after."""
+    conn = db.open()
+    try:
+        from OFS.Application import AppInitializer
+        from OFS.Application import Application
+
+        root = conn.root()
+        root["Application"] = Application()
+        transaction.commit()
+        app = addRequestContainer(root["Application"])
+        AppInitializer(app).initialize()
+        transaction.commit()
+        testing.create_site(app, profiles)
+        transaction.commit()
+        request = app.REQUEST
+        request["PARENTS"] = [app]
+        setRequest(request)
+        portal = app[testing.SITE_ID]
+        setSite(portal)
+        login(app["acl_users"], SITE_OWNER_NAME)
+        yield portal
+    finally:
+        transaction.abort()
+        setSite(None)
+        setRequest(None)
+        conn.close()
+        db.close()
+
+
 @pytest.fixture
 def site():
     """The test site on a history-preserving storage of a new database,
@@ -52,34 +86,11 @@ def site():
     processor.register(storage)
     db = DB(storage)
     startup.prepare_database(db)
-    conn = db.open()
     try:
-        from OFS.Application import AppInitializer
-        from OFS.Application import Application
-
-        root = conn.root()
-        root["Application"] = Application()
-        transaction.commit()
-        app = addRequestContainer(root["Application"])
-        AppInitializer(app).initialize()
-        transaction.commit()
-        testing.create_site(
-            app, testing.EXTENSION_PROFILES + (testing.PGCATALOG_PROFILE,)
-        )
-        transaction.commit()
-        request = app.REQUEST
-        request["PARENTS"] = [app]
-        setRequest(request)
-        portal = app[testing.SITE_ID]
-        setSite(portal)
-        login(app["acl_users"], SITE_OWNER_NAME)
-        yield portal, dsn
+        profiles = testing.EXTENSION_PROFILES + (testing.PGCATALOG_PROFILE,)
+        with plone_site(db, profiles) as portal:
+            yield portal, dsn
     finally:
-        transaction.abort()
-        setSite(None)
-        setRequest(None)
-        conn.close()
-        db.close()
         testing.drop_database(server, name)
 
 

@@ -5,15 +5,11 @@ restores the catalog's BTrees with the tool."""
 from __future__ import annotations
 
 from plone import api
-from plone.app.testing import SITE_OWNER_NAME
-from plone.testing.zope import addRequestContainer
-from plone.testing.zope import login
 from plone_pgcatalog import testing
 from tests.conftest import _set_up
+from tests.integration.test_undo import plone_site
 from ZODB.DB import DB
 from ZODB.FileStorage import FileStorage
-from zope.component.hooks import setSite
-from zope.globalrequest import setRequest
 
 import pytest
 import transaction
@@ -23,33 +19,9 @@ import transaction
 def zsite(tmp_path):
     _set_up(testing.PGCATALOG_FIXTURE)  # the configuration only
     db = DB(FileStorage(str(tmp_path / "Data.fs")))
-    conn = db.open()
-    try:
-        from OFS.Application import AppInitializer
-        from OFS.Application import Application
-
-        root = conn.root()
-        root["Application"] = Application()
-        transaction.commit()
-        app = addRequestContainer(root["Application"])
-        AppInitializer(app).initialize()
-        transaction.commit()
-        testing.create_site(app, testing.EXTENSION_PROFILES)
-        transaction.commit()
-        request = app.REQUEST
-        request["PARENTS"] = [app]
-        setRequest(request)
-        portal = app[testing.SITE_ID]
-        setSite(portal)
-        login(app["acl_users"], SITE_OWNER_NAME)
+    with plone_site(db, testing.EXTENSION_PROFILES) as portal:
         assert portal.portal_catalog.meta_type != "PGCatalogTool"
         yield portal
-    finally:
-        transaction.abort()
-        setSite(None)
-        setRequest(None)
-        conn.close()
-        db.close()
 
 
 def _undo(portal, note):
