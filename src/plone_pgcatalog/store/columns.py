@@ -721,14 +721,17 @@ def once_patch(
         kind, ready = columns.get(key, (None, False))
         if kind not in ONCE_KINDS or not ready:
             return None
-        others = [
-            (name, kind)
-            for name, (kind, ready) in columns.items()
+        # The columns derived from the key besides its own (its list's
+        # number): each must be ready, or the trigger derives it.
+        others = {
+            name: (other_kind, other_ready)
+            for name, (other_kind, other_ready) in columns.items()
             if source_key(name) == key and name != key
-        ]
-        if any(not columns[name][1] for name, _ in others):
+        }
+        if not all(other_ready for _, other_ready in others.values()):
             return None
-        derived += [(key, columns[key][0]), *others]
+        derived += [(key, kind)]
+        derived += [(name, other_kind) for name, (other_kind, _) in others.items()]
     lists = sql.SQL(", ").join(
         sql.SQL("{} AS {}").format(
             derive(columns[key][0], sql.SQL("(u.vals -> {})").format(sql.Literal(key))),
