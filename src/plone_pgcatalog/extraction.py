@@ -17,6 +17,7 @@ from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_depth
 from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.store.layout import nul_free
 from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.ZCatalog.Catalog import safe_callable
 from typing import ClassVar
@@ -109,30 +110,9 @@ def index_values(indexes: dict, wrapped, only: set[str] | None = None) -> dict:
 
 def index_value(translator, index, wrapped):
     """One index's JSON value of ``wrapped`` as the catalog stores it
-    (``_nul_free``), or ``MISSING``: what ``translator`` extracts."""
+    (``layout.nul_free``), or ``MISSING``: what ``translator`` extracts."""
     value = translator.extract(index, wrapped)
-    return value if value is MISSING else _nul_free(value)
-
-
-def _nul_free(value):
-    """``value`` with each NUL character of its strings made U+0001.
-
-    PostgreSQL's ``text`` and ``jsonb`` hold no NUL, and text pasted or
-    imported into a site can have one: the row failed the commit.  U+0001
-    sorts where NUL does against every other character.  (Metadata is
-    ``json``, which keeps it; the words are split at it.)"""
-    if isinstance(value, str):
-        return value.replace("\x00", "\x01") if "\x00" in value else value
-    if isinstance(value, list):
-        if any(
-            isinstance(item, (list, dict)) or (isinstance(item, str) and "\x00" in item)
-            for item in value
-        ):
-            return [_nul_free(item) for item in value]
-        return value
-    if isinstance(value, dict):
-        return {_nul_free(key): _nul_free(item) for key, item in value.items()}
-    return value
+    return value if value is MISSING else nul_free(value)
 
 
 def metadata_values(columns, wrapped) -> dict:

@@ -40,6 +40,7 @@ from plone_pgcatalog.store import connection
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.columns import many_lists
 from plone_pgcatalog.store.columns import ready_column
+from plone_pgcatalog.store.layout import nul_free
 from plone_pgcatalog.store.overlay import Overlay
 from plone_pgcatalog.translations import translations
 
@@ -167,7 +168,7 @@ def _depth_and_root(catalog, spec: dict) -> tuple[int, str]:
         raise QueryError(
             f"facet {name!r}: 'root' {root!r} is not in the site ({site!r})"
         )
-    return depth, root
+    return depth, nul_free(root)  # as paths are held (``PathSearch.keys``)
 
 
 def _ranges(name: str, ranges) -> tuple[tuple[str, dict], ...]:

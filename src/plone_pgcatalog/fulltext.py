@@ -338,7 +338,10 @@ def _repaired_tokens(text: str) -> list:
     Adjacent terms are ANDed as in ZCTextIndex; operators are recognized
     in any case, a leading ``-`` negates a term.  Where ZCTextIndex raises
     ParseError (a lone or dangling operator, unbalanced parentheses), the
-    stray syntax is dropped instead.
+    stray syntax is dropped instead.  A NUL character is no space, as in
+    ZCTextIndex's tokenizer: it splits the words of one token, as the
+    splitter splits them in the indexed text (``alpha%00bravo`` in a URL is
+    the phrase "alpha bravo").
     """
     out: list = []
     depth = 0
@@ -346,7 +349,7 @@ def _repaired_tokens(text: str) -> list:
     def expects_operand() -> bool:
         return not out or out[-1] in _EXPECTING
 
-    for token in _TOKEN.findall(text.replace("\x00", " ")):
+    for token in _TOKEN.findall(text):
         upper = token.upper()
         if upper in _OPERATORS:
             op = _OPERATORS[upper]

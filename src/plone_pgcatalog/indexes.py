@@ -59,7 +59,6 @@ from plone_pgcatalog.paths import PathTranslator
 from plone_pgcatalog.pending import current_pending
 from plone_pgcatalog.query import by_key
 from plone_pgcatalog.registry import BooleanTranslator
-from plone_pgcatalog.registry import comparable
 from plone_pgcatalog.registry import DateRangeTranslator
 from plone_pgcatalog.registry import DateTranslator
 from plone_pgcatalog.registry import FieldTranslator
@@ -68,6 +67,7 @@ from plone_pgcatalog.registry import get_translator
 from plone_pgcatalog.registry import KeywordTranslator
 from plone_pgcatalog.registry import PositionTranslator
 from plone_pgcatalog.registry import RecurringDateTranslator
+from plone_pgcatalog.registry import stored_value
 from plone_pgcatalog.registry import TextTranslator
 from plone_pgcatalog.registry import UUIDTranslator
 from plone_pgcatalog.store import connection
@@ -77,6 +77,7 @@ from plone_pgcatalog.store.columns import typed_value
 from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.columns import whole_idx
 from plone_pgcatalog.store.layout import json_key
+from plone_pgcatalog.store.layout import nul_free
 from psycopg import sql
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
@@ -816,7 +817,7 @@ class ValueIndexView(DataIndexView):
         state (``snapshots.lookups``) where they are a page's worth at
         most; a page resolves the same UIDs on every view."""
         rows = self._rows()
-        value = comparable(key)
+        value = stored_value(key)
         return snapshots.lookups.get(
             self._lookup_key(rows, "rids", value),
             lambda: self._value_rids(rows, value),
@@ -916,7 +917,7 @@ class UUIDIndexView(ValueIndexView):
         read: those come with the transaction's first catalog statement (a
         round trip), which a page whose links are all kept never sends."""
         rows = self._rows()
-        value = comparable(key)
+        value = stored_value(key)
         if rows.source_params or not fits("text", value):
             return super()._rids_for(key)
         found = snapshots.lookups.get(
@@ -1294,11 +1295,12 @@ class ForwardIndex:
         self._view = view
 
     def keys(self, min=None, max=None) -> list:
+        # The values as stored (``uniqueValues``), and the bounds so.
         keys = list(self._view.uniqueValues())
         if min is not None:
-            keys = [key for key in keys if key >= min]
+            keys = [key for key in keys if key >= nul_free(min)]
         if max is not None:
-            keys = [key for key in keys if key <= max]
+            keys = [key for key in keys if key <= nul_free(max)]
         return keys
 
     def __iter__(self):

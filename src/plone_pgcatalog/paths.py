@@ -239,12 +239,16 @@ class PathSearch:
         )
 
     def keys(self, keys) -> list[tuple[str, int]]:
-        """``(path, level)`` of each query key: a path or a (path, level) pair."""
+        """``(path, level)`` of each query key: a path or a (path, level)
+        pair; a path as paths are held (``layout.nul_free``: no object's
+        path has NUL, nor U+0001, so a path with one finds nothing there,
+        as in ZCatalog)."""
         name = self.index_name
         parsed = []
         for key in keys:
             if isinstance(key, str):
-                parsed.append((key, _integer(name, "level", self.default_level)))
+                level = _integer(name, "level", self.default_level)
+                parsed.append((layout.nul_free(key), level))
                 continue
             if not (isinstance(key, (tuple, list)) and len(key) >= 2):
                 raise QueryError(
@@ -260,7 +264,7 @@ class PathSearch:
                 raise QueryError(
                     f"index {name!r}: level {level!r} is not an integer"
                 ) from exc
-            parsed.append((path, level))
+            parsed.append((layout.nul_free(path), level))
         return parsed
 
     # -- one path -------------------------------------------------------------

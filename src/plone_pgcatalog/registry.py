@@ -46,6 +46,7 @@ from plone_pgcatalog.store.columns import stored_once
 from plone_pgcatalog.store.columns import TEXT_KEPT
 from plone_pgcatalog.store.columns import value_of
 from plone_pgcatalog.store.layout import json_key
+from plone_pgcatalog.store.layout import nul_free
 from plone_pgcatalog.store.layout import ROWS
 from plone_pgcatalog.store.layout import SEARCHABLE_TEXT
 from plone_pgcatalog.store.layout import TABLE
@@ -92,8 +93,9 @@ def query_value(index_name: str, value):
 
     Raises ``QueryError`` naming the index and the value for what ZCatalog
     cannot look up (lists, dicts and sets are unhashable there) and for
-    what no index can hold: PostgreSQL text and JSON admit no NUL character
-    nor unpaired surrogates, JSON no NaN or infinity.
+    what no index can hold: PostgreSQL text and JSON admit no unpaired
+    surrogates, JSON no NaN or infinity.  A NUL character is no reason:
+    the converted value is looked up as stored (``stored_value``).
     """
     if isinstance(value, (list, dict, set)):
         raise QueryError(f"index {index_name!r}: {value!r} cannot be a query value")
@@ -101,10 +103,6 @@ def query_value(index_name: str, value):
         for item in value:
             query_value(index_name, item)
     elif isinstance(value, str):
-        if "\x00" in value:
-            raise QueryError(
-                f"index {index_name!r}: {value!r} contains a NUL character"
-            )
         try:
             value.encode("utf-8")
         except UnicodeEncodeError as exc:
@@ -114,6 +112,14 @@ def query_value(index_name: str, value):
     elif isinstance(value, float) and not math.isfinite(value):
         raise QueryError(f"index {index_name!r}: {value!r} is not a finite number")
     return value
+
+
+def stored_value(value):
+    """A converted query value as the catalog stores index values: its JSON
+    form (``comparable``) with NUL made U+0001 (``layout.nul_free``), so
+    that ``"a\\x00b"`` finds the objects whose value is ``"a\\x00b"``, as in
+    ZCatalog."""
+    return nul_free(comparable(value))
 
 
 #: The array type of each kind of typed column's values, as parameters.
@@ -259,7 +265,7 @@ class FieldTranslator:
     def convert(self, index, value):
         """The stored form of a value, as the ZCatalog index converts it."""
         query_value(index.getId(), value)
-        return comparable(index._convert(value, default=value))
+        return stored_value(index._convert(value, default=value))
 
     def extract(self, index, obj):
         datum = index._get_object_datum(obj, _attr(index))
@@ -543,7 +549,7 @@ class KeywordTranslator:
     def convert(self, index, value):
         """The stored form of one query value."""
         query_value(index.getId(), value)
-        return comparable(value)
+        return stored_value(value)
 
     def where(self, index, query, context):
         name = index.getId()

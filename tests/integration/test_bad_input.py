@@ -586,6 +586,8 @@ def _indexes_of(catalog) -> dict[str, str]:
 #: them (run in the pgcatalog site only: property c needs no oracle).
 DATABASE_TRAPS = (
     {"portal_type": "a\x00b"},
+    {"path": "/plone/a\x00b"},
+    {"path": {"query": "/plone\x00", "depth": 0}},
     {"Subject": ["\ud800"]},
     {"sortable_title": math.nan},
     {"portal_type": "Document", "b_size": -1},

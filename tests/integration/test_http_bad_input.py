@@ -18,6 +18,10 @@ must hold for every request, whatever it answers:
 
 The parameters are generated once, deterministically (hypothesis,
 ``derandomize``, no example database): a list depends on this file only.
+
+Values with a NUL character (``%00``, which bots send), refused until
+0.2.0, are answered as with ZCatalog: tests/integration/test_http_nul.py
+asks both sites.
 """
 
 from __future__ import annotations
@@ -369,7 +373,10 @@ def test_what_the_catalog_refuses_it_refuses_as_bad_input(outcomes):
                 params,
                 repr(error),
             )
-    assert refused >= COUNT // 4  # the catalog sees bad values
+    # The catalog sees bad values: 12 requests of this list.  Values with
+    # a NUL character (hypothesis' text draws many) are answered as with
+    # ZCatalog since 0.2.0; 28 requests were refused before.
+    assert refused >= COUNT // 6
 
 
 @pytest.mark.parametrize("number", range(COUNT))

@@ -533,6 +533,8 @@ SETTINGS = settings(
 #: Known kinds of bad input, tried on every run before the generated ones.
 EXAMPLES = (
     {"portal_type": "a\x00" + SENTINEL},
+    {"path": "/plone/a\x00" + SENTINEL},
+    {"path": {"query": ["/plone\x00" + SENTINEL], "depth": 0}},
     {"Subject": ["\ud800" + SENTINEL, "b" + SENTINEL]},
     {"portal_type": math.nan},
     {"created": "2024-13-45"},

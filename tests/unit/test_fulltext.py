@@ -34,6 +34,10 @@ import pytest
         ("((a", "a"),
         ("a)", "a"),
         ("it's", "(it <-> s)"),
+        # NUL is no space in ZCTextIndex's tokenizer: a phrase, as "it's".
+        ("alpha\x00bravo", "(alpha <-> bravo)"),
+        ("x -alpha\x00bravo", "x & ! (alpha <-> bravo)"),
+        ("\x00", None),
     ],
 )
 def test_translation(text, expected):

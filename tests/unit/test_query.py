@@ -49,6 +49,20 @@ def _values(params):
     ]
 
 
+def test_a_value_with_a_nul_is_looked_up_as_stored():
+    # As ``extraction.index_value`` stores it: NUL made U+0001.
+    query = {
+        "portal_type": {"query": "a\x00b", "not": ["c\x00"]},
+        "Subject": {"query": ["\x00", "s"], "range": "min:max"},
+        "path": {"query": "/plone/a\x00b", "depth": 0},
+    }
+    text, params = _sql(build_query(query, _indexes(), "/plone"))
+    assert not any("\x00" in repr(value) for value in _values(params))
+    values = _values(params)
+    for expected in (["a\x01b"], ["c\x01"], "\x01", "/plone/a\x01b"):
+        assert expected in values
+
+
 def test_field_values_are_one_array_parameter():
     text, params = _sql(
         build_query({"portal_type": ["Document", "News Item"]}, _indexes(), "/plone")

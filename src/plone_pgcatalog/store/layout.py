@@ -6,7 +6,8 @@ its row source (``ROWS``: the table, or the read-your-writes overlay), and
 the expression of an
 index's value (``json_key``, ``text_key``, ``words``, ``has_key``), which
 the SQL indexes (``schema``) and the query translators write alike, so
-that PostgreSQL matches one to the other.
+that PostgreSQL matches one to the other; and the form a value takes to be
+held at all (``nul_free``), which index values and query values take alike.
 
 Schema 5: the catalog's own table, ``pgcatalog_objects``, one row per
 cataloged object keyed by its ``zoid`` (``schema.BASE_DDL``).  Until the
@@ -45,6 +46,30 @@ OBJECTS = sql.SQL("object_state")
 
 #: The full-text column of SearchableText (a ``tsvector``).
 SEARCHABLE_TEXT = sql.SQL("searchable_text")
+
+
+def nul_free(value):
+    """``value`` with each NUL character of its strings made U+0001.
+
+    PostgreSQL's ``text`` and ``jsonb`` hold no NUL, and text pasted or
+    imported into a site can have one: the row failed the commit.  U+0001
+    sorts where NUL does against every other character.  Index values are
+    stored so (``extraction.index_value``) and query values (a URL with
+    ``%00``) are looked up so, which finds what ZCatalog finds: the
+    objects whose value is that string.  (Metadata is ``json``, which
+    keeps it; the words are split at it.)"""
+    if isinstance(value, str):
+        return value.replace("\x00", "\x01") if "\x00" in value else value
+    if isinstance(value, list):
+        if any(
+            isinstance(item, (list, dict)) or (isinstance(item, str) and "\x00" in item)
+            for item in value
+        ):
+            return [nul_free(item) for item in value]
+        return value
+    if isinstance(value, dict):
+        return {nul_free(key): nul_free(item) for key, item in value.items()}
+    return value
 
 
 @functools.lru_cache(maxsize=4096)
