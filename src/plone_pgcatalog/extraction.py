@@ -17,10 +17,10 @@ from plone_pgcatalog.fulltext import text_config
 from plone_pgcatalog.interfaces import MISSING
 from plone_pgcatalog.paths import path_depth
 from plone_pgcatalog.registry import get_translator
+from plone_pgcatalog.registry import TextTranslator
 from plone_pgcatalog.store.layout import nul_free
 from Products.CMFCore.CatalogTool import IndexableObjectWrapper
 from Products.ZCatalog.Catalog import safe_callable
-from typing import ClassVar
 from zope.component import queryMultiAdapter
 
 import logging
@@ -63,13 +63,52 @@ class CatalogRow(_SourceText):
     searchable_text: str | None
     #: text search configuration that stems the words of this object
     text_config: str = "simple"
-    #: a full row gives every index, SearchableText too
-    text_given: ClassVar[bool] = True
+    #: text indexes whose attributes gave no string (``texts_kept``): the
+    #: object's stored row keeps their words, as ZCTextIndex's
+    #: ``index_object`` leaves them; a new object has none
+    kept: tuple[str, ...] = ()
+
+    @property
+    def text_given(self) -> bool:
+        """Whether the row gives SearchableText (its words, or none)."""
+        return "SearchableText" not in self.kept
 
     @property
     def parent_path(self) -> str:
         parent = self.path.rsplit("/", 1)[0]
         return parent or "/"
+
+    def after(self, earlier: CatalogRow | CatalogPatch) -> CatalogRow:
+        """This row cataloged after ``earlier``, a row or patch of the same
+        object pending in the transaction: each kept index takes what
+        ``earlier`` gives it (a value, or none), where it gives one."""
+        if isinstance(earlier, CatalogRow):
+            values = earlier.idx
+            decided = [name for name in self.kept if name not in earlier.kept]
+        else:
+            values = earlier.values
+            decided = [
+                name
+                for name in self.kept
+                if name in earlier.values or name in earlier.removed
+            ]
+        text = "SearchableText" in self.kept and earlier.text_given
+        if not (decided or text):
+            return self
+        return replace(
+            self,
+            idx={
+                **self.idx,
+                **{name: values[name] for name in decided if name in values},
+            },
+            kept=tuple(
+                name
+                for name in self.kept
+                if name not in decided and not (text and name == "SearchableText")
+            ),
+            searchable_text=earlier.searchable_text if text else self.searchable_text,
+            text_config=earlier.text_config if text else self.text_config,
+        )
 
     @property
     def path_depth(self) -> int:
@@ -86,6 +125,21 @@ class CatalogRow(_SourceText):
             "searchable_text": self.searchable_text,
             "text_config": self.text_config,
         }
+
+
+def texts_kept(indexes: dict, values: dict, only: set[str] | None = None) -> tuple:
+    """The text indexes (of ``only``) without a value in ``values``: their
+    attributes gave no string.  ZCTextIndex's ``index_object`` then returns
+    without unindexing: an object cataloged again keeps its words."""
+    return tuple(
+        sorted(
+            name
+            for name, index in indexes.items()
+            if name not in values
+            and (only is None or name in only)
+            and isinstance(get_translator(index.meta_type), TextTranslator)
+        )
+    )
 
 
 def index_values(indexes: dict, wrapped, only: set[str] | None = None) -> dict:
@@ -191,6 +245,13 @@ class CatalogPatch(_SourceText):
                 self.searchable_text if self.text_given else row.searchable_text
             ),
             text_config=self.text_config if self.text_given else row.text_config,
+            kept=tuple(
+                name
+                for name in row.kept
+                if name not in self.values
+                and name not in self.removed
+                and not (self.text_given and name == "SearchableText")
+            ),
         )
 
     def then(self, later: CatalogPatch) -> CatalogPatch:
@@ -251,10 +312,21 @@ def extract_patch(
     if read_metadata is None:
         read_metadata = update_metadata
     values = index_values(indexes, wrapped, only)
-    text_given = "SearchableText" in only and "SearchableText" in indexes
+    # A text index without a string keeps its words (``texts_kept``): the
+    # patch neither gives nor removes them.
+    kept = texts_kept(indexes, values, only)
+    text_given = (
+        "SearchableText" in only
+        and "SearchableText" in indexes
+        and "SearchableText" not in kept
+    )
     searchable_text = values.pop("SearchableText", None)
     removed = tuple(
-        sorted(name for name in only if name in indexes and name not in values)
+        sorted(
+            name
+            for name in only
+            if name in indexes and name not in values and name not in kept
+        )
     )
     return CatalogPatch(
         zoid=zoid,
@@ -285,6 +357,7 @@ def extract_row(
     (the site's) when it has none, as most content of a one-language site.
     """
     idx = index_values(indexes, wrapped)
+    kept = texts_kept(indexes, idx)
     searchable_text = idx.pop("SearchableText", None)
     return CatalogRow(
         zoid=zoid,
@@ -293,6 +366,7 @@ def extract_row(
         meta=metadata_values(columns, wrapped),
         searchable_text=searchable_text,
         text_config=text_config(_language(wrapped) or default_language),
+        kept=kept,
     )
 
 

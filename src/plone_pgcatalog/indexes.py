@@ -94,11 +94,14 @@ logger = logging.getLogger(__name__)
 _MISSING = object()
 
 #: The text of SearchableText in document order: the exact words of the
-#: ``tsvector`` (weight A, or D where no weight was set), not their stems.
+#: ``tsvector`` (weight A, or D where no weight was set), not their stems;
+#: NULL for an object without SearchableText (no entry, where ``ARRAY``
+#: gave ``[]``, an entry without words).
 _WORDS = sql.SQL(
-    "ARRAY(SELECT w.lexeme FROM unnest(searchable_text) AS w,"
+    "CASE WHEN searchable_text IS NOT NULL THEN"
+    " ARRAY(SELECT w.lexeme FROM unnest(searchable_text) AS w,"
     " unnest(w.positions, w.weights) AS p(position, weight)"
-    " WHERE p.weight IN ('A', 'D') ORDER BY p.position)"
+    " WHERE p.weight IN ('A', 'D') ORDER BY p.position) END"
 )
 
 

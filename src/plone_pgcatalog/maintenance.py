@@ -192,8 +192,13 @@ def refresh_catalog(
             return True
         try:
             # pghandler not passed on: ZCatalog only tells it about
-            # subtransactions, which this catalog does not make.
-            tool.catalog_object(obj, path)
+            # subtransactions, which this catalog does not make.  With
+            # ``clear``, as after ZCatalog's clear (also where the rows
+            # were not cleared first: ``_anew``).
+            if clear:
+                _anew(tool, obj, path)
+            else:
+                tool.catalog_object(obj, path)
         except (TransientError, SearchTimeout):
             # A conflict, a lost connection (``ConnectionLost``): the
             # transaction is tried again; a timeout: every object after
@@ -558,11 +563,12 @@ class _Rebuild:
         )
 
     def catalog(self, obj) -> int | None:
-        """Catalog ``obj`` (a full row replaces the stored one); its zoid."""
-        self.tool.catalog_object(obj)
+        """Catalog ``obj`` (a full row replaces the stored one, a new
+        record as after ZCatalog's clear: ``_anew``); its zoid."""
+        zoid = _anew(self.tool, obj)
         self.done += 1
         self.pghandler.report(self.done)
-        return _zoid(obj)
+        return zoid
 
     def keep_only(self, zoids) -> None:
         """Forget, at commit, the site's rows that the rebuild did not write."""
@@ -664,6 +670,17 @@ def rebuild(
     return run.done
 
 
+def _anew(tool, obj, path: str | None = None) -> int | None:
+    """Catalog ``obj`` as ZCatalog catalogs it after clearing the catalog,
+    a new record: a text index whose attributes give no string keeps no
+    words of the stored row (``PendingCatalog.anew``).  Its zoid."""
+    tool.catalog_object(obj, path)
+    zoid = _zoid(obj)
+    if zoid is not None:
+        tool.pending_changes().anew(zoid)
+    return zoid
+
+
 def _commit_batch(
     run: _Rebuild, batch: list[tuple[str, int]], attempts: int, final: bool
 ) -> None:
@@ -700,8 +717,7 @@ def _catalog_again(tool, batch: list[tuple[str, int]]) -> list[tuple[str, int]]:
         obj = resolve(tool, path)
         if obj is None or not callable(getattr(aq_base(obj), "reindexObject", None)):
             continue  # removed meanwhile: its row went with it
-        tool.catalog_object(obj)
-        zoid = _zoid(obj)
+        zoid = _anew(tool, obj)
         if zoid is not None:
             again.append((path, zoid))
     return again

@@ -69,8 +69,29 @@ class PendingCatalog:
     # -- what the tool records ------------------------------------------------
 
     def catalog(self, row: CatalogRow) -> None:
+        """Catalog an object in full.
+
+        A text index it gives no string keeps the words it had (``kept``):
+        those a change of this transaction gave it, else the stored ones;
+        none where this transaction uncataloged it (ZCatalog makes a new
+        record then).
+        """
+        if row.kept:
+            earlier = self.rows.get(row.zoid) or self.patches.get(row.zoid)
+            if earlier is not None:
+                row = row.after(earlier)
+            if row.kept and self.uncataloged(row.path):
+                row = replace(row, kept=())
         self.rows[row.zoid] = row
         self.patches.pop(row.zoid, None)  # the full row supersedes it
+
+    def anew(self, zoid: int) -> None:
+        """The pending row of ``zoid`` is a new record, as ZCatalog makes
+        after clearing the catalog (a rebuild here replaces each row
+        without clearing first): it keeps no words of the stored row."""
+        row = self.rows.get(zoid)
+        if row is not None and row.kept:
+            self.rows[zoid] = replace(row, kept=())
 
     def patch(self, patch: CatalogPatch) -> None:
         """Merge some index values into a row (``reindexObject(idxs=...)``).
@@ -245,6 +266,7 @@ class PendingCatalog:
             for position, id in enumerate(folder.getOrdering().idsInOrder()):
                 positions[f"{folder_path}/{id}"] = {name: position for name in names}
         rows = []
+        keeping = []
         replaced: list[int] = []
         for row in self.rows.values():
             if (
@@ -255,14 +277,22 @@ class PendingCatalog:
                 replaced.append(row.zoid)
                 continue
             data = row.as_json()
+            kept = row.kept
             if reads is not None:
                 idx = row.idx
                 data["idx"] = {name: idx[name] for name in reads if name in idx}
                 if "SearchableText" not in reads:
                     data["searchable_text"] = None
+                kept = tuple(name for name in kept if name in reads)
             if data["path"] in positions:
                 data["idx"] = {**data["idx"], **positions[data["path"]]}
-            rows.append(data)
+            if kept:
+                # Words of the stored row, read there (``Overlay.keeping``).
+                data["kept"] = list(kept)
+                data["keep_text"] = "SearchableText" in kept
+                keeping.append(data)
+            else:
+                rows.append(data)
         patches = []
         left_out: list[int] = []
         for patch in self.patches.values():
@@ -285,6 +315,7 @@ class PendingCatalog:
         return Overlay(
             rows=tuple(rows),
             patches=tuple(patches),
+            keeping=tuple(keeping),
             replaced=tuple(replaced),
             removed_paths=tuple(sorted(self.removed_paths)),
             cleared_subtrees=tuple(sorted(self.cleared_subtrees)),

@@ -127,8 +127,9 @@ def test_19_to_20_indexes_texts_without_a_word(pg_layer, monkeypatch):
     (empty,) = catalog(getId="empty")
     assert description.getEntryForObject(empty.getRID()) is None
     assert ("/plone/empty", ["Description"]) in health.verify(catalog).stale
+    # Not the site, cataloged again with them (its items were added): a
+    # text index that gives nothing keeps its words, as in ZCTextIndex.
     assert upgrades._without_a_text(catalog, ["Description", "SearchableText"]) == [
-        "/plone",
         "/plone/empty",
     ]
 

@@ -10,6 +10,7 @@ each test), folders are stand-ins; no PostgreSQL, no Zope.
 from __future__ import annotations
 
 from array import array
+from dataclasses import replace
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.pending import current_pending
@@ -454,6 +455,122 @@ def test_a_patch_without_text_after_uncatalog_has_no_words(pending):
     pending.patch(_patch(zoid=1, values={"Subject": ["b"]}, text="ignored"))
     assert pending.rows[1].searchable_text is None
     assert pending.rows[1].text_config == "simple"
+
+
+# -- text indexes without a string (``CatalogRow.kept``) ---------------------
+
+
+def _keeping(kept=("SearchableText", "Title"), idx=None, **kw):
+    """A full row whose text indexes ``kept`` gave no string."""
+    return replace(
+        _row(idx={"Subject": ["new"]} if idx is None else idx, **kw), kept=kept
+    )
+
+
+def test_a_row_that_keeps_searchable_text_gives_no_text():
+    assert not _keeping().text_given
+    assert _keeping(kept=("Title",)).text_given
+
+
+def test_a_row_keeping_words_is_pending_as_such(pending):
+    row = _keeping()
+    pending.catalog(row)
+    assert pending.rows == {1: row}
+
+
+def test_a_row_after_a_pending_row_takes_its_words(pending):
+    pending.catalog(_row(idx={"Title": "old words"}, text="old text", config="german"))
+    pending.catalog(_keeping())
+    row = pending.rows[1]
+    assert row.idx == {"Subject": ["new"], "Title": "old words"}
+    assert (row.searchable_text, row.text_config, row.kept) == (
+        "old text",
+        "german",
+        (),
+    )
+
+
+def test_a_row_after_a_row_that_kept_them_keeps_them_too(pending):
+    pending.catalog(_keeping(kept=("Title",), idx={"Description": "d"}))
+    pending.catalog(_keeping())
+    row = pending.rows[1]
+    # SearchableText from the first row (none), Title still the stored one.
+    assert (row.kept, row.searchable_text) == (("Title",), None)
+    assert row.idx == {"Subject": ["new"]}
+
+
+def test_a_row_after_a_patch_takes_what_the_patch_gives(pending):
+    pending.patch(
+        _patch(values={"Title": "patched"}, text_given=True, text="patched text")
+    )
+    pending.catalog(_keeping(kept=("Description", "SearchableText", "Title")))
+    row = pending.rows[1]
+    assert row.idx == {"Subject": ["new"], "Title": "patched"}
+    assert (row.searchable_text, row.kept) == ("patched text", ("Description",))
+    assert pending.patches == {}
+
+
+def test_a_row_after_a_patch_that_removed_a_text_index_has_none(pending):
+    pending.patch(_patch(removed=("Title",)))
+    pending.catalog(_keeping())
+    assert pending.rows[1].idx == {"Subject": ["new"]}
+    assert pending.rows[1].kept == ("SearchableText",)
+
+
+def test_a_patch_after_a_row_that_keeps_words_gives_them(pending):
+    pending.catalog(_keeping())
+    pending.patch(_patch(values={"Title": "t"}))
+    assert pending.rows[1].kept == ("SearchableText",)
+    pending.patch(_patch(text_given=True, text=None))
+    assert pending.rows[1].kept == ()
+    assert pending.rows[1].searchable_text is None
+
+
+def test_a_patch_removing_a_kept_index_removes_its_words(pending):
+    pending.catalog(_keeping())
+    pending.patch(CatalogPatch.removing(1, "/plone/a", "Title"))
+    pending.patch(CatalogPatch.removing(1, "/plone/a", "SearchableText"))
+    assert pending.rows[1].kept == ()
+    assert "Title" not in pending.rows[1].idx
+
+
+def test_a_row_after_uncatalog_keeps_no_words(pending):
+    # ZCatalog makes a new record: the stored row's words are not its.
+    pending.uncatalog("/plone/a")
+    pending.catalog(_keeping())
+    assert pending.rows[1].kept == ()
+
+
+def test_anew_makes_a_pending_row_keep_no_words(pending):
+    # A rebuild: ZCatalog clears its catalog first.
+    pending.catalog(_keeping())
+    pending.anew(1)
+    pending.anew(2)  # no pending row: nothing
+    assert pending.rows[1].kept == ()
+    assert list(pending.rows) == [1]
+
+
+def test_overlay_lays_rows_keeping_words_over_the_stored_ones(pending):
+    pending.catalog(_row(zoid=2, path="/plone/b"))
+    pending.catalog(_keeping())
+    overlay = pending.overlay()
+    assert [row["zoid"] for row in overlay.rows] == [2]
+    ((keeping,),) = [overlay.keeping]
+    assert (keeping["zoid"], keeping["kept"], keeping["keep_text"]) == (
+        1,
+        ["SearchableText", "Title"],
+        True,
+    )
+
+
+def test_overlay_keeps_only_the_words_a_search_reads(pending):
+    pending.catalog(_keeping())
+    overlay = pending.overlay(reads={"Title", "Subject"})
+    assert overlay.keeping[0]["kept"] == ["Title"]
+    assert overlay.keeping[0]["keep_text"] is False
+    overlay = pending.overlay(reads={"Subject"})
+    assert overlay.keeping == ()
+    assert [row["zoid"] for row in overlay.rows] == [1]
 
 
 def test_uncataloged_is_only_what_this_transaction_removed(pending):

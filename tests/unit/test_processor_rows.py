@@ -17,6 +17,7 @@ from __future__ import annotations
 from plone_pgcatalog.extraction import CatalogPatch
 from plone_pgcatalog.extraction import CatalogRow
 from plone_pgcatalog.store import processor
+from plone_pgcatalog.store.processor import keeping_arrays
 from plone_pgcatalog.store.processor import patch_arrays
 from plone_pgcatalog.store.processor import row_arrays
 from psycopg.types.json import Json
@@ -99,6 +100,18 @@ def test_row_arrays_feed_each_column_its_value():
         "config": ["english", None],
         "words": ["some words", None],
     }
+
+
+def test_keeping_arrays_feed_the_kept_indexes_of_each_row():
+    rows = [
+        CatalogRow(1, "/plone/a", {"Subject": ["a"]}, {}, None, "simple", ("Title",)),
+        CatalogRow(2, "/plone/b", {}, {}, None, "simple", ("SearchableText",)),
+    ]
+    columns = _by_column(processor._UPDATE_KEEPING, keeping_arrays(rows))
+    assert columns["idx"] == [{"Subject": ["a"]}, {}]
+    assert columns["kept"] == [["Title"], ["SearchableText"]]
+    assert columns["keep_text"] == [False, True]
+    assert columns["words"] == [None, None]
 
 
 def test_row_arrays_send_index_values_as_jsonb_and_metadata_as_json():

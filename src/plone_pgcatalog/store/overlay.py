@@ -44,6 +44,10 @@ class Overlay:
 
     rows: tuple[dict, ...] = ()
     patches: tuple[dict, ...] = ()
+    #: pending rows, as ``rows``, with text indexes whose words the stored
+    #: row of their zoid keeps (``kept``, a list; ``keep_text``: those of
+    #: SearchableText; ``CatalogRow.kept``)
+    keeping: tuple[dict, ...] = ()
     #: zoids of pending rows the search cannot find (``PendingCatalog.
     #: overlay``'s ``may_match``): their stored rows are hidden, no more
     replaced: tuple[int, ...] = ()
@@ -62,6 +66,7 @@ class Overlay:
         return bool(
             self.rows
             or self.patches
+            or self.keeping
             or self.replaced
             or self.removed_paths
             or self.cleared_subtrees
@@ -91,7 +96,8 @@ class Overlay:
             clause, values = path_clause(root, -1)
             gone.append(sql.SQL("NOT ") + clause)
             gone_params += values
-        replacing = [row["zoid"] for row in self.rows] + list(self.replaced)
+        replacing = [row["zoid"] for row in (*self.rows, *self.keeping)]
+        replacing += self.replaced
         changed = replacing + [patch["zoid"] for patch in self.patches]
         # Rows of moved subtrees have a branch of their own (below); the
         # others are read as stored, which the indexes match.
@@ -254,6 +260,26 @@ class Overlay:
             )
             branches.append(_derived(pending, columns))
             params.append(Jsonb(list(self.rows), dumps))
+        if self.keeping:
+            # Pending rows that keep words of the stored row, if any.
+            keeping = sql.SQL(
+                'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
+                " p.path_depth, COALESCE((SELECT jsonb_object_agg(e.key, e.value)"
+                " FROM jsonb_each(o.idx) AS e WHERE p.kept ? e.key), '{{}}'::jsonb)"
+                " || p.idx, CASE WHEN p.keep_text THEN o.searchable_text"
+                " ELSE {vector} END"
+                " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
+                " parent_path text, path_depth integer, idx jsonb,"
+                " searchable_text text, text_config text, kept jsonb,"
+                " keep_text boolean) LEFT JOIN {table} AS o ON o.zoid = p.zoid"
+            ).format(
+                vector=searchable_vector(
+                    sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+                ),
+                table=TABLE,
+            )
+            branches.append(_derived(keeping, columns))
+            params.append(Jsonb(list(self.keeping), dumps))
         source = sql.SQL("({}) AS {}").format(
             sql.SQL(" UNION ALL ").join(branches), ROWS
         )

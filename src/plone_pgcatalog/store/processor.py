@@ -102,6 +102,23 @@ _INSERT_ROWS = sql.SQL(
     + _OBJECT_STORED.format("r")
 ).format(vector=_ROW_VECTOR)
 
+# Rows cataloged in full whose text indexes gave no string (``CatalogRow.
+# kept``): the stored row keeps those indexes' words, as ZCTextIndex's
+# ``index_object`` leaves them.  Their own statement, so that the others'
+# is the same as without them.
+_UPDATE_KEEPING = sql.SQL(
+    "UPDATE " + _TABLE + " AS s SET path = r.path, parent_path = r.parent_path,"
+    " path_depth = r.path_depth,"
+    " idx = COALESCE((SELECT jsonb_object_agg(e.key, e.value)"
+    " FROM jsonb_each(s.idx) AS e WHERE r.kept ? e.key), '{{}}'::jsonb) || r.idx,"
+    " meta = r.meta, searchable_text = CASE WHEN r.keep_text"
+    " THEN s.searchable_text ELSE {vector} END"
+    " FROM unnest(%b::bigint[], %b::text[], %b::text[], %b::integer[],"
+    " %b::jsonb[], %b::json[], %b::text[], %b::text[], %b::jsonb[], %b::boolean[])"
+    " AS r(zoid, path, parent_path, path_depth, idx, meta, config, words, kept,"
+    " keep_text) WHERE s.zoid = r.zoid"
+).format(vector=_ROW_VECTOR)
+
 _CLEAR_WHERE = sql.SQL(
     "DELETE FROM " + _TABLE + " WHERE {} AND NOT zoid = ANY(%s::bigint[])"
 )
@@ -279,6 +296,16 @@ def row_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
         [Json(r.meta, dumps) for r in rows],
         [r.text_config if r.searchable_text is not None else None for r in rows],
         [r.searchable_text for r in rows],
+    )
+
+
+def keeping_arrays(rows: list[CatalogRow]) -> tuple[list, ...]:
+    """Bound parameters of ``_UPDATE_KEEPING``: ``row_arrays`` and the
+    kept indexes of each row."""
+    return (
+        *row_arrays(rows),
+        [Jsonb(list(r.kept), dumps) for r in rows],
+        [not r.text_given for r in rows],
     )
 
 
@@ -499,11 +526,19 @@ def _write_rows(cursor, pending) -> None:
     conn = cursor.connection
     conn.execute(GENERIC_PLAN, prepare=True)
     if pending.rows:
-        arrays = row_arrays(list(pending.rows.values()))
+        rows = list(pending.rows.values())
+        arrays = row_arrays(rows)
+        keeping = [row for row in rows if row.kept]
         # Whole rows: the trigger derives every column (a key stored once
         # that a row no longer has is written too: its column emptied).
         cursor.execute(_WHOLE_ROWS, ("on",))
-        cursor.execute(_UPDATE_ROWS, arrays, prepare=True)
+        if keeping:
+            whole = [row for row in rows if not row.kept]
+            if whole:
+                cursor.execute(_UPDATE_ROWS, row_arrays(whole), prepare=True)
+            cursor.execute(_UPDATE_KEEPING, keeping_arrays(keeping), prepare=True)
+        else:
+            cursor.execute(_UPDATE_ROWS, arrays, prepare=True)
         cursor.execute(_WHOLE_ROWS, ("",))
         cursor.execute(_INSERT_ROWS, arrays, prepare=True)
     if pending.patches:
