@@ -1497,7 +1497,9 @@ def index_data(
     if rid is not None:
         row = rows.row(words, sql.SQL("zoid = %s"), [int(rid)])
     else:
-        row = rows.row(words, sql.SQL("path = %s"), [uid])
+        # A path as paths are held (``layout.nul_free``): one with NUL is
+        # no object's, and is not sent to PostgreSQL, which refuses it.
+        row = rows.row(words, sql.SQL("path = %s"), [nul_free(uid)])
     if row is None:
         raise KeyError(rid if rid is not None else uid)
     result = {}

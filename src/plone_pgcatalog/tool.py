@@ -63,6 +63,7 @@ from plone_pgcatalog.store import processor
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store import search
 from plone_pgcatalog.store.ddl import SchemaChange
+from plone_pgcatalog.store.layout import nul_free
 from plone_pgcatalog.store.relocation import relocate
 from plone_pgcatalog.zmi import CatalogManagement
 from plone_pgcatalog.zmi import check_if_published
@@ -478,7 +479,10 @@ class PGCatalogTool(CatalogManagement, UniqueObject, Folder):
 
     @security.protected(manage_zcatalog_entries)
     def uncatalog_object(self, uid: str) -> None:
-        self.pending_changes().uncatalog(uid)
+        # As paths are held (``layout.nul_free``): a path with NUL is no
+        # object's, and PostgreSQL refuses it (every search of the
+        # transaction and its commit failed).
+        self.pending_changes().uncatalog(nul_free(uid))
 
     # CMFCore's queue-aware API, unchanged: it calls the methods above.
     indexObject = PloneCatalogTool.indexObject

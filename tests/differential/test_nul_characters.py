@@ -267,3 +267,51 @@ def test_a_local_role_of_a_principal_id_with_a_nul_is_committed():
     expected = collect_in("zcatalog", _local_role_for_a_principal_with_a_nul)
     assert "user:odd\x00id" in expected["committed"]["terms"]
     assert collect_in("pg", _local_role_for_a_principal_with_a_nul) == expected
+
+
+def _uncaught(call):
+    """``call()``, or the class of what it raised."""
+    try:
+        return call()
+    except Exception as exc:  # the outcome to compare
+        return ("raised", type(exc))
+
+
+def _a_path_with_a_nul(layer) -> dict:
+    """A path with a NUL character given where ZCatalog takes a path (its
+    ``uid``): ``getIndexDataForUID`` (the ZMI's object information, a
+    script) finds no object there and raises ``KeyError``;
+    ``uncatalog_object`` (the ZMI's Catalog tab, a script) has nothing to
+    remove, and the transaction's searches and its commit go on."""
+    from plone.app.testing import setRoles
+    from plone.app.testing import TEST_USER_ID
+
+    import transaction
+
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    api.content.create(container=portal, type="Document", id="p", title="p")
+    transaction.commit()
+    catalog = api.portal.get_tool("portal_catalog")
+
+    def documents():
+        return sorted(b.getPath() for b in catalog(portal_type="Document"))
+
+    outcomes = {
+        "getIndexDataForUID": _uncaught(
+            lambda: catalog.getIndexDataForUID("/plone/p\x00")
+        ),
+        "uncatalog_object": _uncaught(lambda: catalog.uncatalog_object("/plone/p\x00")),
+        "searched after it": _uncaught(documents),
+        "commit": _uncaught(transaction.commit),
+    }
+    transaction.abort()
+    outcomes["committed"] = documents()
+    return outcomes
+
+
+def test_a_path_with_a_nul_as_zcatalog():
+    expected = collect_in("zcatalog", _a_path_with_a_nul)
+    assert expected["getIndexDataForUID"] == ("raised", KeyError)
+    assert expected["searched after it"] == ["/plone/p"]
+    assert collect_in("pg", _a_path_with_a_nul) == expected
