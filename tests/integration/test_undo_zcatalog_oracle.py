@@ -68,3 +68,27 @@ def test_zcatalog_an_undone_type_title_change(zsite):
     _undo(portal, "type title")
     assert _paths(Type="Article") == []
     assert _paths(Type=old) == ["/plone/p"]
+
+
+def test_zcatalog_an_undone_rename_brings_back_kept_words(zsite):
+    """A Link without a URL: plone.app.contenttypes' SearchableText gives
+    None, ZCTextIndex keeps the words it had; the rename catalogs it anew,
+    without them; the undo restores the record that had them
+    (``test_undo.test_an_undone_rename_brings_back_kept_words``)."""
+    portal = zsite
+    link = api.content.create(container=portal, type="Link", id="link", title="L")
+    link.remoteUrl = "http://harbour.example"
+    link.reindexObject()
+    transaction.get().note("create")
+    transaction.commit()
+    link.remoteUrl = ""
+    link.reindexObject()
+    transaction.get().note("no url")
+    transaction.commit()
+    assert _paths(SearchableText="harbour") == ["/plone/link"]
+    api.content.rename(obj=link, new_id="renamed")
+    transaction.get().note("rename")
+    transaction.commit()
+    assert _paths(SearchableText="harbour") == []
+    _undo(portal, "rename")
+    assert _paths(SearchableText="harbour") == ["/plone/link"]
