@@ -74,7 +74,7 @@ def test_zcatalog_an_undone_rename_brings_back_kept_words(zsite):
     """A Link without a URL: plone.app.contenttypes' SearchableText gives
     None, ZCTextIndex keeps the words it had; the rename catalogs it anew,
     without them; the undo restores the record that had them
-    (``test_undo.test_an_undone_rename_brings_back_kept_words``)."""
+    (``test_undo.test_an_undone_rename_leaves_kept_words_gone``)."""
     portal = zsite
     link = api.content.create(container=portal, type="Link", id="link", title="L")
     link.remoteUrl = "http://harbour.example"
