@@ -248,6 +248,14 @@ def test_in_one_transaction_as_zcatalog():
     assert collect_in("pg", _in_one_transaction) == expected
 
 
+def _indexed_with_words(page) -> None:
+    """``page``'s probe attribute (the text indexes' source) given words,
+    cataloged and committed."""
+    page.probe = "harbour lights"
+    page.reindexObject()
+    transaction.commit()
+
+
 def _new_records(layer) -> dict:
     """A page without a string cataloged anew: after its uncataloging was
     committed, and in the transaction that uncatalogs it (ZCatalog makes a
@@ -255,9 +263,7 @@ def _new_records(layer) -> dict:
     catalog, page = _site(layer)
     path = "/".join(page.getPhysicalPath())
     try:
-        page.probe = "harbour lights"
-        page.reindexObject()
-        transaction.commit()
+        _indexed_with_words(page)
         outcomes = {}
         catalog.uncatalog_object(path)
         page.probe = None
@@ -265,9 +271,7 @@ def _new_records(layer) -> dict:
         outcomes["in the same transaction"] = before_and_after_commit(
             lambda: _outcomes(catalog, path)
         )
-        page.probe = "harbour lights"
-        page.reindexObject()
-        transaction.commit()
+        _indexed_with_words(page)
         catalog.uncatalog_object(path)
         transaction.commit()
         page.probe = 7
@@ -292,9 +296,7 @@ def _moved(layer) -> dict:
     uncatalogs the old path and catalogs the new one, a new record."""
     catalog, page = _site(layer)
     try:
-        page.probe = "harbour lights"
-        page.reindexObject()
-        transaction.commit()
+        _indexed_with_words(page)
         page.probe = None
         api.content.rename(obj=page, new_id="renamed")
         return before_and_after_commit(lambda: _outcomes(catalog, "/plone/renamed"))
@@ -323,9 +325,7 @@ def _again(layer) -> dict:
     outcomes = {}
     try:
         for name, again in AGAIN.items():
-            page.probe = "harbour lights"
-            page.reindexObject()
-            transaction.commit()
+            _indexed_with_words(page)
             page.probe = None
             again(catalog)
             transaction.commit()
@@ -347,9 +347,7 @@ def _verified(layer) -> list:
 
     catalog, page = _site(layer)
     try:
-        page.probe = "harbour lights"
-        page.reindexObject()
-        transaction.commit()
+        _indexed_with_words(page)
         page.probe = None
         page.reindexObject()
         transaction.commit()

@@ -27,6 +27,16 @@ from plone_pgcatalog.store.schema import searchable_vector
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+#: The fields of a pending row as ``jsonb_to_recordset`` reads them
+#: (``CatalogRow.as_json``), and the vector of its SearchableText.
+_PENDING_FIELDS = (
+    "zoid bigint, path text, parent_path text, path_depth integer, idx jsonb,"
+    " searchable_text text, text_config text"
+)
+_PENDING_VECTOR = searchable_vector(
+    sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
+)
+
 
 @dataclass(frozen=True)
 class Overlay:
@@ -250,14 +260,8 @@ class Overlay:
             pending = sql.SQL(
                 'SELECT p.zoid, p.path COLLATE "C", p.parent_path COLLATE "C",'
                 " p.path_depth, p.idx, {vector}"
-                " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
-                " parent_path text, path_depth integer, idx jsonb,"
-                " searchable_text text, text_config text)"
-            ).format(
-                vector=searchable_vector(
-                    sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
-                )
-            )
+                " FROM jsonb_to_recordset(%s) AS p(" + _PENDING_FIELDS + ")"
+            ).format(vector=_PENDING_VECTOR)
             branches.append(_derived(pending, columns))
             params.append(Jsonb(list(self.rows), dumps))
         if self.keeping:
@@ -268,16 +272,10 @@ class Overlay:
                 " FROM jsonb_each(o.idx) AS e WHERE p.kept ? e.key), '{{}}'::jsonb)"
                 " || p.idx, CASE WHEN p.keep_text THEN o.searchable_text"
                 " ELSE {vector} END"
-                " FROM jsonb_to_recordset(%s) AS p(zoid bigint, path text,"
-                " parent_path text, path_depth integer, idx jsonb,"
-                " searchable_text text, text_config text, kept jsonb,"
-                " keep_text boolean) LEFT JOIN {table} AS o ON o.zoid = p.zoid"
-            ).format(
-                vector=searchable_vector(
-                    sql.SQL("p.searchable_text"), sql.SQL("p.text_config")
-                ),
-                table=TABLE,
-            )
+                " FROM jsonb_to_recordset(%s) AS p(" + _PENDING_FIELDS + ","
+                " kept jsonb, keep_text boolean)"
+                " LEFT JOIN {table} AS o ON o.zoid = p.zoid"
+            ).format(vector=_PENDING_VECTOR, table=TABLE)
             branches.append(_derived(keeping, columns))
             params.append(Jsonb(list(self.keeping), dumps))
         source = sql.SQL("({}) AS {}").format(
