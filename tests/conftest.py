@@ -166,6 +166,30 @@ def zcatalog_layer():
     yield from run_in(_zc_layer())
 
 
+@pytest.fixture
+def no_group_counts(pg_layer):
+    """``drop(portal)``: the site's counts per group as before profile 21
+    (or where another site shares the database): no triggers, none kept, so
+    that its searches count their rows.  The triggers come back after the
+    test (tests share the database's DDL; each restores rows only)."""
+    from plone_pgcatalog.store import columns
+
+    import psycopg
+
+    dsn = pg_layer["pgcatalog_dsn"]
+
+    def drop(portal) -> None:
+        with psycopg.connect(dsn) as conn:
+            for name, _tables in columns.COUNTS_TRIGGERS.values():
+                conn.execute(f"DROP TRIGGER {name} ON pgcatalog_objects")
+            conn.execute("DELETE FROM pgcatalog_counts")
+        portal._p_jar.sync()
+
+    yield drop
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        columns.rebuild_trigger(conn)
+
+
 class Searched(NamedTuple):
     """One search statement as PostgreSQL ran it (``searches``)."""
 

@@ -249,8 +249,8 @@ def _search(
     large = is_large(connection.catalog_rows(catalog))
     lists = many_lists(connection.numbered_lists(catalog))
 
-    def translate(read: tuple[dict[str, str], bool]):
-        columns, alone = read
+    def translate(read: tuple[dict[str, str], bool, bool]):
+        columns, alone, counted = read
         return translations.translate(
             query,
             catalog.getIndexDefinitions(),
@@ -261,6 +261,7 @@ def _search(
                 large=large,
                 site_alone=alone,
                 many_lists=lists,
+                group_counts=counted,
             ),
             overlay,
             match_all=match_all,
@@ -277,6 +278,7 @@ def _search(
         translated_with = (
             connection.likely_columns(catalog),
             connection.likely_alone(catalog),
+            connection.likely_group_counts(catalog),
         )
     else:
         translated_with = _as_read(catalog)
@@ -469,11 +471,15 @@ def _result_key(catalog, plan) -> tuple | None:
     return (*snapshot, catalog.site_path(), *plan.window_text, plan.python_slice)
 
 
-def _as_read(catalog) -> tuple[dict[str, str], bool]:
+def _as_read(catalog) -> tuple[dict[str, str], bool, bool]:
     """What a search is translated with, as the current transaction's
-    snapshot has it: the ready typed columns, and whether the site is alone
-    in the table."""
-    return connection.ready_columns(catalog), connection.site_alone(catalog)
+    snapshot has it: the ready typed columns, whether the site is alone
+    in the table, and whether the counts per group are kept."""
+    return (
+        connection.ready_columns(catalog),
+        connection.site_alone(catalog),
+        connection.group_counts(catalog),
+    )
 
 
 #: Our translators that read no text configuration (all but ZCTextIndex's).

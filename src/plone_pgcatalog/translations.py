@@ -350,6 +350,7 @@ class TranslationCache:
             context.large,
             context.site_alone,
             context.many_lists,
+            context.group_counts,
         )
 
 

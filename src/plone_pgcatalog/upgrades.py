@@ -581,6 +581,28 @@ def to_20(setup_tool) -> None:
     _read_texts_again(setup_tool, "20: texts without a word", _without_a_text)
 
 
+def to_21(setup_tool) -> None:
+    """20 → 21 (the database schema stays 18; the table of counts comes with
+    its DDL at the first start of this code): counts kept per group of
+    rows (``columns.GROUPED``: the type, the workflow state, who may see),
+    so that a search of those counts its matches from them instead of
+    reading an index entry per match (10,000 documents,
+    ``portal_type=Document``: 3.3-4.6 -> 1.4-2.1 ms).
+
+    After this step's commit, in its own connection: the triggers that keep
+    the counts made, and the counts made from the rows (one ``GROUP BY``
+    of the table under the commit lock: writers wait for it, about a
+    second at 1,000,000 rows; readers never).  Until then, searches count
+    the rows as before.
+    """
+    _after_commit(
+        setup_tool,
+        "counts per group",
+        partial(_trigger_again, version=18, done="counts kept per group of rows"),
+        _run_again(20),
+    )
+
+
 def _read_texts_again(setup_tool, label: str, find) -> bool:
     """Read the text indexes (ZCTextIndex) of the objects at the paths
     ``find(catalog, names)`` gives again, committing every
@@ -688,6 +710,6 @@ def _version_only(conn, indexes, version: int) -> None:
 #: The version of the ``plone_pgcatalog:default`` profile: the schema's
 #: (``schema.SCHEMA_VERSION``) up to 7; 8 added the control panel; 9 is
 #: schema 8, 10 schema 9, 11 schema 10, 12 schema 11, 13 schema 12, 14
-#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16, 18 schema 17, 19
-#: and 20 schema 18.
-PROFILE_VERSION = 20
+#: schema 13, 15 schema 14, 16 schema 15, 17 schema 16, 18 schema 17, 19,
+#: 20 and 21 schema 18.
+PROFILE_VERSION = 21

@@ -856,12 +856,17 @@ def test_the_installed_schema_is_the_catalogs(lifecycle):
     assert installed.markers
     assert installed.tables == [
         "pgcatalog_columns",
+        "pgcatalog_counts",
         "pgcatalog_keyword_sets",
         "pgcatalog_objects",
         "pgcatalog_state",
         "pgcatalog_texts",
     ]
-    assert installed.functions == ["pgcatalog_keyword_set", "pgcatalog_typed_columns"]
+    assert installed.functions == [
+        "pgcatalog_count_groups",
+        "pgcatalog_keyword_set",
+        "pgcatalog_typed_columns",
+    ]
 
 
 def test_uninstall_keeps_the_schema_while_another_site_has_catalog_rows(lifecycle):

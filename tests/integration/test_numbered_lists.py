@@ -153,8 +153,11 @@ def test_searches_test_the_numbers_and_find_what_the_lists_find(
     assert _misnumbered(dsn) == 0
 
 
-def test_a_count_tests_the_number_on_the_covering_index(pg_layer, searches):
-    _site(pg_layer, count=4)
+def test_a_count_tests_the_number_on_the_covering_index(
+    pg_layer, searches, no_group_counts
+):
+    # Where its groups are not counted (``test_group_counts``).
+    no_group_counts(_site(pg_layer, count=4))
     dsn = pg_layer["pgcatalog_dsn"]
     assert len(api.content.find(portal_type="Document")) == 4
     manager = searches[-1]

@@ -246,6 +246,8 @@ def test_database_figures(pg_layer):
         " (Japanese, Chinese, Korean, Thai, Cyrillic...)",
         "19 -> 20: Texts without a word indexed as ZCTextIndex indexes them"
         " (an empty Description)",
+        "20 -> 21: Counts kept per type, state and who may see (a count of"
+        " their matches without reading them)",
     ]
 
 

@@ -218,8 +218,9 @@ def _mark_savepoint(
     """Record what ``columns.READY`` found (``found``, its rows) and whether
     the site at path ``site`` is alone in the table (``layout.PATH_ENDS``)
     for the transaction."""
-    ready, rows, lists = columns.ready_rows(found)
+    ready, rows, lists, counted = columns.ready_rows(found)
     storage._pgcatalog_columns = ready
+    storage._pgcatalog_counted = counted
     # For the snapshot it was read in: a sync inside one ZODB transaction
     # begins another, where another site may have rows.
     storage._pgcatalog_alone = (site, snapshot_id(context)) if alone else None
@@ -228,6 +229,7 @@ def _mark_savepoint(
     # (``likely_columns``, ``likely_alone``); shared by the storage's
     # instances.
     storage._main._pgcatalog_columns_seen = ready
+    storage._main._pgcatalog_counted_seen = counted
     if site is not None:
         storage._main._pgcatalog_alone_seen = site if alone else None
     # The catalog's size, as the last transaction that read it found it,
@@ -288,6 +290,23 @@ def likely_alone(context) -> bool:
     was right."""
     seen = getattr(_storage_instance(context)._main, "_pgcatalog_alone_seen", None)
     return seen is not None and seen == _site(context)
+
+
+def group_counts(context) -> bool:
+    """Whether the counts per group (``columns.GROUPED``) are kept in the
+    current transaction's snapshot (read with the typed columns,
+    ``columns.READY``); False outside a read transaction."""
+    storage = _storage_instance(context)
+    current = _jar(context).transaction_manager.get()
+    if getattr(storage, "_pgcatalog_savepoint_of", None) is not current:
+        return False
+    return getattr(storage, "_pgcatalog_counted", False)
+
+
+def likely_group_counts(context) -> bool:
+    """``group_counts`` as the last read snapshot of this database found
+    it (``likely_columns``)."""
+    return getattr(_storage_instance(context)._main, "_pgcatalog_counted_seen", False)
 
 
 def likely_columns(context) -> dict[str, str]:

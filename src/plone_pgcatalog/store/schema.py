@@ -211,7 +211,8 @@ CREATE TABLE IF NOT EXISTS pgcatalog_state (
     key   text PRIMARY KEY,
     value bigint NOT NULL
 );
-{columns.COLUMNS_DDL}{columns.SETS_DDL}{TEXTS_DDL}DO $pgcatalog_base$
+{columns.COLUMNS_DDL}{columns.SETS_DDL}{columns.COUNTS_DDL}{TEXTS_DDL}\
+DO $pgcatalog_base$
 DECLARE
     legacy boolean := EXISTS (
         SELECT 1 FROM pg_attribute WHERE attrelid = 'object_state'::regclass
@@ -493,12 +494,15 @@ _DROP_STATE_TABLE = sql.SQL("DROP TABLE IF EXISTS {}").format(
 )
 _DROP_COLUMNS_TABLE = sql.SQL(
     "DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}();"
-    " DROP FUNCTION IF EXISTS {}(text[]); DROP TABLE IF EXISTS {}"
+    " DROP FUNCTION IF EXISTS {}(text[]); DROP TABLE IF EXISTS {};"
+    " DROP TABLE IF EXISTS {}; DROP FUNCTION IF EXISTS {}()"
 ).format(
     sql.Identifier(columns.COLUMNS_TABLE),
     sql.Identifier(columns.TRIGGER),
     sql.Identifier(columns.SETS_FUNCTION),
     sql.Identifier(columns.SETS_TABLE),
+    sql.Identifier(columns.COUNTS_TABLE),
+    sql.Identifier(columns.COUNTS_FUNCTION),
 )
 _FORGET_VERSIONS = sql.SQL("DELETE FROM {} WHERE starts_with(source, %s)").format(
     sql.Identifier(SCHEMA_STATE_TABLE)

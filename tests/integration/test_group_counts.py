@@ -1,0 +1,160 @@
+"""Counts kept per group of rows (``columns.GROUPED``: the type, the
+workflow state, the number of the security list): statement-level
+triggers keep them in step with every write of the catalog's table, and a
+search whose conditions name only those columns counts its matches from
+them (``query.SearchSQL.grouped``).  The counts must always equal the
+rows' (``GROUP BY``); the differential suites show that ``len()`` stays
+ZCatalog's.
+"""
+
+from __future__ import annotations
+
+from plone import api
+from plone.app.testing import logout
+from plone_pgcatalog.store import columns
+from plone_pgcatalog.store import schema
+from plone_pgcatalog.store.connection import ddl_connection
+from tests.integration.test_typed_columns import _next_transaction
+from tests.integration.test_typed_columns import _query
+from tests.integration.test_typed_columns import _site
+from tests.integration.test_upgrades import _upgrade_from
+
+import transaction
+
+_GROUP = 'portal_type, review_state, "allowedRolesAndUsers:set"'
+
+
+def _kept(dsn: str) -> list:
+    return sorted(
+        _query(dsn, f"SELECT {_GROUP}, n FROM pgcatalog_counts WHERE n <> 0"), key=repr
+    )
+
+
+def _counted(dsn: str) -> list:
+    return sorted(
+        _query(
+            dsn,
+            f"SELECT {_GROUP}, count(*) FROM pgcatalog_objects GROUP BY {_GROUP}",
+        ),
+        key=repr,
+    )
+
+
+def _triggers(dsn: str) -> set[str]:
+    rows = _query(
+        dsn,
+        "SELECT tgname FROM pg_trigger WHERE tgrelid = 'pgcatalog_objects'::regclass"
+        " AND starts_with(tgname, 'pgcatalog_counts')",
+    )
+    return {name for (name,) in rows}
+
+
+def _in_step(dsn: str) -> None:
+    assert _triggers(dsn) == {name for name, _ in columns.COUNTS_TRIGGERS.values()}
+    assert _kept(dsn) == _counted(dsn)
+
+
+def test_the_counts_follow_every_kind_of_write(pg_layer):
+    portal = _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    _in_step(dsn)
+    folder = api.content.create(container=portal, type="Folder", id="f")
+    api.content.create(container=folder, type="News Item", id="n")
+    api.content.create(container=folder, type="Document", id="d")
+    transaction.commit()
+    _in_step(dsn)
+    api.content.transition(obj=folder["d"], transition="publish")
+    transaction.commit()
+    _in_step(dsn)
+    # A sharing change: the lists' numbers, written straight (once_patch).
+    folder.manage_setLocalRoles("sharer", ["Reader"])
+    folder.reindexObjectSecurity()
+    transaction.commit()
+    _in_step(dsn)
+    # A rename (the subtree's rows relocated), a move, a deletion.
+    api.content.rename(obj=folder, new_id="g")
+    transaction.commit()
+    _in_step(dsn)
+    api.content.move(source=portal["g"]["n"], target=portal)
+    transaction.commit()
+    _in_step(dsn)
+    api.content.delete(obj=portal["g"], check_linkintegrity=False)
+    transaction.commit()
+    _in_step(dsn)
+    # A rebuild, and an abort: the counts are the transaction's.
+    portal.portal_catalog.clearFindAndRebuild()
+    transaction.commit()
+    _in_step(dsn)
+    api.content.create(container=portal, type="Document", id="gone")
+    transaction.abort()
+    _in_step(dsn)
+
+
+def test_a_search_of_the_groups_columns_counts_from_them(pg_layer, searches):
+    _site(pg_layer, count=4)
+    dsn = pg_layer["pgcatalog_dsn"]
+    # The Manager's search names the type and the security terms only.
+    assert len(api.content.find(portal_type="Document")) == 4
+    assert columns.COUNTS_TABLE in searches[-1].statement
+    assert len(api.content.find(portal_type="Document", review_state="private")) == 2
+    assert columns.COUNTS_TABLE in searches[-1].statement
+    # Any other condition: counted from the rows.
+    assert len(api.content.find(portal_type="Document", Subject="red")) == 4
+    assert columns.COUNTS_TABLE not in searches[-1].statement
+    depth = {"query": "/plone", "depth": 1}
+    assert len(api.content.find(portal_type="Document", path=depth)) == 4
+    assert columns.COUNTS_TABLE not in searches[-1].statement
+    # The whole site, alone in its database: no test of the path at all.
+    assert len(api.content.find(portal_type="Document", path="/plone")) == 4
+    assert columns.COUNTS_TABLE in searches[-1].statement
+    # Anonymous's: the effective range too.
+    logout()
+    assert len(api.content.find(portal_type="Document")) == 2
+    assert columns.COUNTS_TABLE not in searches[-1].statement
+    transaction.abort()
+    _in_step(dsn)
+
+
+def test_the_counts_go_and_come_with_a_grouped_column(pg_layer, searches):
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    catalog = portal.portal_catalog
+    try:
+        catalog.delIndex("review_state")
+        _next_transaction(portal)
+        assert _triggers(dsn) == set()
+        assert _kept(dsn) == []
+        # Writes go on without them; searches count the rows.
+        api.content.create(container=portal, type="Document", id="more")
+        transaction.commit()
+        assert len(api.content.find(portal_type="Document")) == 4
+        assert columns.COUNTS_TABLE not in searches[-1].statement
+        catalog.addIndex("review_state", "FieldIndex")
+        _next_transaction(portal)
+        catalog.reindexIndex("review_state", None)
+        transaction.commit()
+        _in_step(dsn)
+        assert len(api.content.find(portal_type="Document")) == 4
+        assert columns.COUNTS_TABLE in searches[-1].statement
+    finally:
+        # Tests share the database's DDL (each restores rows only).
+        with ddl_connection(catalog) as conn:
+            schema.create_index(conn, "review_state", "FieldIndex", "30s")
+
+
+def test_20_to_21_keeps_the_counts_of_a_site_made_before(
+    pg_layer, searches, no_group_counts
+):
+    """A site of profile 20: the table of counts came with the DDL of this
+    code's first start, empty, without its triggers; its searches count
+    the rows.  The step makes the triggers and the counts."""
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    no_group_counts(portal)
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert columns.COUNTS_TABLE not in searches[-1].statement
+    transaction.abort()
+    _upgrade_from(portal, "20")
+    _in_step(dsn)
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert columns.COUNTS_TABLE in searches[-1].statement
