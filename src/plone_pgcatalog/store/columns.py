@@ -351,15 +351,15 @@ _ADD_COUNTS = (
     " AS d GROUP BY " + _GROUP + " HAVING sum(d) <> 0"
     " ON CONFLICT (" + _GROUP + ") DO UPDATE SET n = c.n + EXCLUDED.n"
 )
-_CHANGED = (
-    'SELECT o.portal_type, o.review_state, o."allowedRolesAndUsers:set", -1 AS d'
-    " FROM old_rows AS o JOIN new_rows AS w USING (zoid)"
-    ' WHERE (o.portal_type, o.review_state, o."allowedRolesAndUsers:set")'
-    ' IS DISTINCT FROM (w.portal_type, w.review_state, w."allowedRolesAndUsers:set")'
-    ' UNION ALL SELECT w.portal_type, w.review_state, w."allowedRolesAndUsers:set", 1'
-    " FROM old_rows AS o JOIN new_rows AS w USING (zoid)"
-    ' WHERE (o.portal_type, o.review_state, o."allowedRolesAndUsers:set")'
-    ' IS DISTINCT FROM (w.portal_type, w.review_state, w."allowedRolesAndUsers:set")'
+# An update: each row's old group one less, its new one one more (a row
+# whose group is the same adds nothing).  No join of the two tables: a
+# trigger's statements keep their plan (the commit forces generic plans),
+# and the join planned for the first statement's few rows was a nested
+# loop for a sharing change's 1,000 (the change 0.19 -> 0.47 of ZCatalog's
+# time at 500 documents).
+_UPDATED = (
+    "SELECT " + _GROUP + ", -1 AS d FROM old_rows"
+    " UNION ALL SELECT " + _GROUP + ", 1 FROM new_rows"
 )
 COUNTS_FUNCTION_DDL = f"""\
 CREATE OR REPLACE FUNCTION {COUNTS_FUNCTION}() RETURNS trigger
@@ -370,7 +370,7 @@ BEGIN
     ELSIF TG_OP = 'DELETE' THEN
         {_ADD_COUNTS.format(rows="SELECT " + _GROUP + ", -1 AS d FROM old_rows")};
     ELSE
-        {_ADD_COUNTS.format(rows=_CHANGED)};
+        {_ADD_COUNTS.format(rows=_UPDATED)};
     END IF;
     RETURN NULL;
 END $pgcatalog_counts$;
