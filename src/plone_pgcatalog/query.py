@@ -102,7 +102,9 @@ class QueryContext:
     many_lists: bool = False
     #: The counts per group are kept (``columns.GROUPED``): a search whose
     #: conditions name only the grouped columns, in a site alone in the
-    #: table, counts its matches from them (``counted_by_groups``)
+    #: table, counts its matches from them (``counted_by_groups``), where
+    #: the numbered lists are few (not ``many_lists``: an intranet's list
+    #: per owner makes as many groups, which a count would read all of)
     group_counts: bool = False
     #: Indexes whose typed columns the caller reads from the search's rows
     #: beyond its conditions and sort keys (facets count theirs): a row
@@ -845,6 +847,7 @@ def build_query(
         grouped=(
             context.group_counts
             and context.site_alone
+            and not context.many_lists
             and not overlay
             and score is None
             and counted_by_groups(where)

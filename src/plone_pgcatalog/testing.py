@@ -173,6 +173,9 @@ class DatabaseSnapshot:
     def restore(self) -> None:
         with psycopg.connect(self.dsn) as conn:
             with conn.cursor() as cur:
+                # The counts per group merged, as a commit merges them
+                # (``columns.MERGING``), not a row added per group each time.
+                cur.execute(columns.MERGE_COUNTS)
                 for table in reversed(SNAPSHOT_TABLES):
                     cur.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(table)))
                 for table in SNAPSHOT_TABLES:

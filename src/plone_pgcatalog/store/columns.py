@@ -315,8 +315,10 @@ COUNTS_TABLE = "pgcatalog_counts"
 #: The counts (part of ``schema.BASE_DDL``), shared by the sites of the
 #: database: a search uses them only where its site is alone in the table.
 #: Its columns are named as the grouped columns of the catalog's table, so
-#: that a search's own conditions select its groups.  A group without a
-#: value in a column has NULL there (one group: ``NULLS NOT DISTINCT``).
+#: that a search's own conditions select its groups.  A group's count is
+#: the sum of its rows' ``n`` (a group without a value in a column has
+#: NULL there): a write under the commit lock merges its change into one
+#: row per group, a pack adds rows of its own (``COUNTS_FUNCTION_DDL``).
 COUNTS_DDL = """\
 CREATE TABLE IF NOT EXISTS pgcatalog_counts (
     portal_type                text COLLATE "C",
@@ -324,8 +326,6 @@ CREATE TABLE IF NOT EXISTS pgcatalog_counts (
     "allowedRolesAndUsers:set" integer,
     n                          bigint NOT NULL
 );
-CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_counts_groups ON pgcatalog_counts
-    (portal_type, review_state, "allowedRolesAndUsers:set") NULLS NOT DISTINCT;
 """
 
 #: The statement-level triggers that keep the counts: each statement that
@@ -333,9 +333,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS pgcatalog_counts_groups ON pgcatalog_counts
 #: wrote it (the processor's statements, ``once_patch``, a relocation,
 #: the cascade of a pack, a rebuild's batches).  Made where every grouped
 #: column is ready, and dropped before one goes (``_count_groups``): a
-#: trigger naming a dropped column would fail every write.  A commit holds
-#: zodb-pgjsonb's commit lock while it writes: the count rows make no
-#: writer wait for another.
+#: trigger naming a dropped column would fail every write.
 COUNTS_FUNCTION = "pgcatalog_count_groups"
 COUNTS_TRIGGERS = {
     "INSERT": ("pgcatalog_counts_inserted", "NEW TABLE AS new_rows"),
@@ -346,11 +344,6 @@ COUNTS_TRIGGERS = {
     "DELETE": ("pgcatalog_counts_deleted", "OLD TABLE AS old_rows"),
 }
 _GROUP = 'portal_type, review_state, "allowedRolesAndUsers:set"'
-_ADD_COUNTS = (
-    "INSERT INTO pgcatalog_counts AS c SELECT " + _GROUP + ", sum(d) FROM ({rows})"
-    " AS d GROUP BY " + _GROUP + " HAVING sum(d) <> 0"
-    " ON CONFLICT (" + _GROUP + ") DO UPDATE SET n = c.n + EXCLUDED.n"
-)
 # An update: each row's old group one less, its new one one more (a row
 # whose group is the same adds nothing): no join of the two tables, whose
 # plan the trigger would keep whatever their size.  Measured on the
@@ -358,20 +351,66 @@ _ADD_COUNTS = (
 # 83 ms with the triggers and without, a rewrite of 1,000 whole rows 75
 # and 74 ms; the sharing change through Zope 211-247 ms with them,
 # 240-242 without (``profile_writes.py``).
-_UPDATED = (
-    "SELECT " + _GROUP + ", -1 AS d FROM old_rows"
-    " UNION ALL SELECT " + _GROUP + ", 1 FROM new_rows"
+_CHANGES = {
+    "INSERT": "SELECT " + _GROUP + ", 1 AS d FROM new_rows",
+    "DELETE": "SELECT " + _GROUP + ", -1 AS d FROM old_rows",
+    "UPDATE": (
+        "SELECT " + _GROUP + ", -1 AS d FROM old_rows"
+        " UNION ALL SELECT " + _GROUP + ", 1 FROM new_rows"
+    ),
+}
+_SAME_GROUP = (
+    '(c.portal_type, c.review_state, c."allowedRolesAndUsers:set")'
+    " IS NOT DISTINCT FROM"
+    ' (x.portal_type, x.review_state, x."allowedRolesAndUsers:set")'
+)
+#: A commit's statements (``processor.CatalogStateProcessor.finalize``,
+#: under zodb-pgjsonb's commit lock) merge their change into the rows of
+#: the groups they change, one row each: the setting ``MERGING`` says so,
+#: for the rest of the transaction.  Any other statement only adds rows of
+#: its own, which lock no row a commit merges: a pack's cascade from
+#: ``object_state`` (it removes the rows of the objects it finds
+#: unreachable: orphans, which the catalog was never told of) runs in a
+#: long transaction without the commit lock, and a merge there would make
+#: every commit of the group wait for the pack's end holding the commit
+#: lock, or deadlock with it (found by helper-41).  The group's next
+#: commit merges them once the pack has committed.  A statement that
+#: changes no group (a column's fill in batches) touches no row.
+MERGING = "pgcatalog.merge_counts"
+MERGE_COUNTS = f"SELECT set_config('{MERGING}', 'on', true)"
+_MERGE = (
+    "WITH x AS (SELECT " + _GROUP + ", sum(d) AS n FROM ({rows}) AS d"
+    " GROUP BY " + _GROUP + " HAVING sum(d) <> 0),"
+    " gone AS (DELETE FROM pgcatalog_counts AS c USING x WHERE "
+    + _SAME_GROUP
+    + ' RETURNING c.portal_type, c.review_state, c."allowedRolesAndUsers:set",'
+    " c.n)"
+    " INSERT INTO pgcatalog_counts SELECT " + _GROUP + ", sum(n)"
+    " FROM (SELECT * FROM gone UNION ALL SELECT * FROM x) AS m"
+    " GROUP BY " + _GROUP + " HAVING sum(n) <> 0"
+)
+_ADD = (
+    "INSERT INTO pgcatalog_counts SELECT " + _GROUP + ", sum(d) FROM ({rows})"
+    " AS d GROUP BY " + _GROUP + " HAVING sum(d) <> 0"
 )
 COUNTS_FUNCTION_DDL = f"""\
 CREATE OR REPLACE FUNCTION {COUNTS_FUNCTION}() RETURNS trigger
 LANGUAGE plpgsql AS $pgcatalog_counts$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        {_ADD_COUNTS.format(rows="SELECT " + _GROUP + ", 1 AS d FROM new_rows")};
+    IF current_setting('{MERGING}', true) IS DISTINCT FROM 'on' THEN
+        IF TG_OP = 'DELETE' THEN
+            {_ADD.format(rows=_CHANGES["DELETE"])};
+        ELSIF TG_OP = 'INSERT' THEN
+            {_ADD.format(rows=_CHANGES["INSERT"])};
+        ELSE
+            {_ADD.format(rows=_CHANGES["UPDATE"])};
+        END IF;
     ELSIF TG_OP = 'DELETE' THEN
-        {_ADD_COUNTS.format(rows="SELECT " + _GROUP + ", -1 AS d FROM old_rows")};
+        {_MERGE.format(rows=_CHANGES["DELETE"])};
+    ELSIF TG_OP = 'INSERT' THEN
+        {_MERGE.format(rows=_CHANGES["INSERT"])};
     ELSE
-        {_ADD_COUNTS.format(rows=_UPDATED)};
+        {_MERGE.format(rows=_CHANGES["UPDATE"])};
     END IF;
     RETURN NULL;
 END $pgcatalog_counts$;

@@ -495,11 +495,17 @@ class CatalogStateProcessor:
         # First the moved subtrees, in one statement: everything below
         # names the paths where the objects are now.  Rows written in full
         # (just below) carry their paths already.
+        # The counts per group merged by this commit's statements
+        # (``columns.MERGING``): in the relocation's round trip, or in the
+        # pipeline's.
         relocations = pending.relocations
         if relocations:
+            cursor.execute(columns.MERGE_COUNTS)
             cursor.execute(*relocate_statement(relocations, list(pending.rows)))
         with cursor.connection.pipeline():
             # The rest in one round trip; an error is raised as it ends.
+            if not relocations:
+                cursor.execute(columns.MERGE_COUNTS)
             _write_rows(cursor, pending)
             _clear_rows(cursor, pending)
             cursor.execute(schema.BUMP_COUNTER)
