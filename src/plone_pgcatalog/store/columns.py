@@ -393,24 +393,27 @@ _ADD = (
     "INSERT INTO pgcatalog_counts SELECT " + _GROUP + ", sum(d) FROM ({rows})"
     " AS d GROUP BY " + _GROUP + " HAVING sum(d) <> 0"
 )
+
+
+def _by_operation(template: str, indent: str) -> str:
+    """plpgsql running ``template`` (an SQL statement of ``{rows}``) on the
+    change of the trigger's operation (``_CHANGES``)."""
+    branches = [
+        f"{'ELSIF' if number else 'IF'} TG_OP = '{operation}' THEN\n"
+        f"{indent}    {template.format(rows=rows)};"
+        for number, (operation, rows) in enumerate(_CHANGES.items())
+    ]
+    return f"\n{indent}".join(branches) + f"\n{indent}END IF;"
+
+
 COUNTS_FUNCTION_DDL = f"""\
 CREATE OR REPLACE FUNCTION {COUNTS_FUNCTION}() RETURNS trigger
 LANGUAGE plpgsql AS $pgcatalog_counts$
 BEGIN
     IF current_setting('{MERGING}', true) IS DISTINCT FROM 'on' THEN
-        IF TG_OP = 'DELETE' THEN
-            {_ADD.format(rows=_CHANGES["DELETE"])};
-        ELSIF TG_OP = 'INSERT' THEN
-            {_ADD.format(rows=_CHANGES["INSERT"])};
-        ELSE
-            {_ADD.format(rows=_CHANGES["UPDATE"])};
-        END IF;
-    ELSIF TG_OP = 'DELETE' THEN
-        {_MERGE.format(rows=_CHANGES["DELETE"])};
-    ELSIF TG_OP = 'INSERT' THEN
-        {_MERGE.format(rows=_CHANGES["INSERT"])};
+        {_by_operation(_ADD, "        ")}
     ELSE
-        {_MERGE.format(rows=_CHANGES["UPDATE"])};
+        {_by_operation(_MERGE, "        ")}
     END IF;
     RETURN NULL;
 END $pgcatalog_counts$;
