@@ -180,8 +180,8 @@ def no_group_counts(pg_layer):
 
     def drop(portal) -> None:
         with psycopg.connect(dsn) as conn:
-            for name, _tables in columns.COUNTS_TRIGGERS.values():
-                conn.execute(f"DROP TRIGGER {name} ON pgcatalog_objects")
+            for statement in columns.counts_triggers_dropped():
+                conn.execute(statement)
             conn.execute("DELETE FROM pgcatalog_counts")
         portal._p_jar.sync()
 

@@ -310,12 +310,15 @@ class SearchSQL:
             if self.from_the_edge and limit is not None:
                 return self._from_the_edge(limit, offset)
             parts = self.count_parts or (self.where,)
-            count = sql.SQL(" + ").join(
-                sql.SQL("(SELECT count(*) FROM {} WHERE {})").format(self.source, part)
-                for part in parts
-            )
             if self.grouped and not self.count_parts:
                 count = _GROUP_COUNT.format(self.where)
+            else:
+                count = sql.SQL(" + ").join(
+                    sql.SQL("(SELECT count(*) FROM {} WHERE {})").format(
+                        self.source, part
+                    )
+                    for part in parts
+                )
             meta = sql.SQL(" AS total, meta") if with_meta else sql.SQL("")
             statement = sql.SQL(
                 "SELECT zoid, path, {}{} FROM {} WHERE {} ORDER BY {}"

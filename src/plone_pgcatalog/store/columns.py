@@ -378,9 +378,13 @@ _SAME_GROUP = (
 #: changes no group (a column's fill in batches) touches no row.
 MERGING = "pgcatalog.merge_counts"
 MERGE_COUNTS = f"SELECT set_config('{MERGING}', 'on', true)"
+#: A statement's net change per group (``{rows}``: one of ``_CHANGES``).
+_NET = (
+    "SELECT " + _GROUP + ", sum(d) AS n FROM ({rows}) AS d"
+    " GROUP BY " + _GROUP + " HAVING sum(d) <> 0"
+)
 _MERGE = (
-    "WITH x AS (SELECT " + _GROUP + ", sum(d) AS n FROM ({rows}) AS d"
-    " GROUP BY " + _GROUP + " HAVING sum(d) <> 0),"
+    "WITH x AS (" + _NET + "),"
     " gone AS (DELETE FROM pgcatalog_counts AS c USING x WHERE "
     + _SAME_GROUP
     + ' RETURNING c.portal_type, c.review_state, c."allowedRolesAndUsers:set",'
@@ -389,10 +393,7 @@ _MERGE = (
     " FROM (SELECT * FROM gone UNION ALL SELECT * FROM x) AS m"
     " GROUP BY " + _GROUP + " HAVING sum(n) <> 0"
 )
-_ADD = (
-    "INSERT INTO pgcatalog_counts SELECT " + _GROUP + ", sum(d) FROM ({rows})"
-    " AS d GROUP BY " + _GROUP + " HAVING sum(d) <> 0"
-)
+_ADD = "INSERT INTO pgcatalog_counts " + _NET
 
 
 def _by_operation(template: str, indent: str) -> str:
@@ -447,15 +448,31 @@ def _count_groups(cur: psycopg.Cursor, ready: dict[str, str]) -> None:
         if not kept:
             for event, (name, tables) in COUNTS_TRIGGERS.items():
                 cur.execute(
-                    f"CREATE OR REPLACE TRIGGER {name} AFTER {event} ON"
-                    f" pgcatalog_objects REFERENCING {tables} FOR EACH STATEMENT"
-                    f" EXECUTE FUNCTION {COUNTS_FUNCTION}()"
+                    sql.SQL(
+                        "CREATE OR REPLACE TRIGGER {} AFTER {} ON pgcatalog_objects"
+                        " REFERENCING {} FOR EACH STATEMENT EXECUTE FUNCTION {}()"
+                    ).format(
+                        sql.Identifier(name),
+                        sql.SQL(event),
+                        sql.SQL(tables),
+                        sql.Identifier(COUNTS_FUNCTION),
+                    )
                 )
             cur.execute(_COUNT_ANEW)
         return
-    for name, _tables in COUNTS_TRIGGERS.values():
-        cur.execute(f"DROP TRIGGER IF EXISTS {name} ON pgcatalog_objects")
+    for statement in counts_triggers_dropped():
+        cur.execute(statement)
     cur.execute("DELETE FROM pgcatalog_counts")
+
+
+def counts_triggers_dropped() -> list[sql.Composed]:
+    """The statements that drop the triggers of the counts per group."""
+    return [
+        sql.SQL("DROP TRIGGER IF EXISTS {} ON pgcatalog_objects").format(
+            sql.Identifier(name)
+        )
+        for name, _tables in COUNTS_TRIGGERS.values()
+    ]
 
 
 def set_column(index_name: str) -> str:

@@ -492,12 +492,11 @@ class CatalogStateProcessor:
         if not pending:
             return
         _check_replaced_rows(cursor, pending)
+        # This commit's statements merge their change into the counts per
+        # group (``columns.MERGING``): set with the first statement below.
         # First the moved subtrees, in one statement: everything below
         # names the paths where the objects are now.  Rows written in full
         # (just below) carry their paths already.
-        # The counts per group merged by this commit's statements
-        # (``columns.MERGING``): in the relocation's round trip, or in the
-        # pipeline's.
         relocations = pending.relocations
         if relocations:
             cursor.execute(columns.MERGE_COUNTS)
