@@ -40,9 +40,7 @@ def build_content(portal) -> None:
     # a build that crossed a minute in one catalog and not in the other
     # made the two differ (CI, 2026-12-01).
     for number, brain in enumerate(
-        api.portal.get_tool("portal_catalog").unrestrictedSearchResults(
-            sort_on="path"
-        )
+        api.portal.get_tool("portal_catalog").unrestrictedSearchResults(sort_on="path")
     ):
         item = brain._unrestrictedGetObject()
         item.creation_date = DateTime(f"2024/03/0{1 + number % 3} 10:00 UTC")
