@@ -249,7 +249,7 @@ def _search(
     large = is_large(connection.catalog_rows(catalog))
     lists = many_lists(connection.numbered_lists(catalog))
 
-    def translate(read: tuple[dict[str, str], bool, bool]):
+    def translate(read: tuple[dict[str, str], bool, frozenset | None]):
         columns, alone, counted = read
         return translations.translate(
             query,
@@ -471,10 +471,10 @@ def _result_key(catalog, plan) -> tuple | None:
     return (*snapshot, catalog.site_path(), *plan.window_text, plan.python_slice)
 
 
-def _as_read(catalog) -> tuple[dict[str, str], bool, bool]:
+def _as_read(catalog) -> tuple[dict[str, str], bool, frozenset | None]:
     """What a search is translated with, as the current transaction's
     snapshot has it: the ready typed columns, whether the site is alone
-    in the table, and whether the counts per group are kept."""
+    in the table, and the counts per group (``connection.group_counts``)."""
     return (
         connection.ready_columns(catalog),
         connection.site_alone(catalog),

@@ -8,17 +8,21 @@ windowed or not, so that the pgcatalog site counts its matches from
 ``pgcatalog_counts`` (checked: the statements name it).  Their length,
 ``actual_result_count`` and items must be ZCatalog's, as a Manager
 before a change and after a transition, a deletion and a sharing change
-(each committed), and as Anonymous, who sees less.
+(each committed), and as Anonymous, who sees less: not the published
+items out of their effective range, which the pgcatalog site takes away
+from its groups' counts.
 """
 
 from __future__ import annotations
 
+from DateTime import DateTime
 from plone import api
 from plone.app.testing import logout
 from plone.app.testing import setRoles
 from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog.store import columns
 from tests.conftest import collect_in
+from types import SimpleNamespace
 
 import transaction
 
@@ -31,8 +35,14 @@ QUERIES = {
     "not a type": {"portal_type": {"not": "Folder"}, "review_state": "private"},
     "states from": {"review_state": {"query": "private", "range": "min"}},
     "a type, a page of 3": {"portal_type": "Document", "b_size": 3, "b_start": 3},
+    "a state, a page of 2": {"review_state": "published", "b_size": 2, "b_start": 1},
     "a type none has": {"portal_type": "Event"},
 }
+
+
+#: The residue's test of the rows without a range (``registry``'s
+#: ``DateRangeTranslator.residue``), of the range column ``%s``.
+_WITHOUT = "= 'empty' OR \"%s\" IS NULL"
 
 
 def _outcomes(catalog) -> dict:
@@ -60,6 +70,15 @@ def _collect(layer) -> dict:
         )
         if number % 2:
             api.content.transition(obj=page, transition="publish")
+    # Published items Anonymous does not see: not yet in effect, expired,
+    # and with a range in which no moment lies (``effectiveRange``: the
+    # rows out of it, found by its SP-GiST index, taken away).
+    now = DateTime()
+    dates = {"p5": (now + 30, None), "p7": (None, now - 1), "p3": (now + 9, now + 5)}
+    for page_id, (effective, expires) in dates.items():
+        page = folder[page_id]
+        page.effective_date, page.expiration_date = effective, expires
+        page.reindexObject()
     transaction.commit()
     steps = {"made": _outcomes(catalog)}
     api.content.transition(obj=portal["p2"], transition="publish")
@@ -82,12 +101,73 @@ def test_lengths_counted_by_groups_are_zcatalogs(searches):
     expected = collect_in("zcatalog", _collect)
     got = collect_in("pg", _collect)
     assert got == expected
-    # The pgcatalog site counted the Manager's from the groups, in each of
-    # the four steps: all but the ``not`` query, whose translation reads
-    # the table.  (Anonymous's searches carry the effective range and count
-    # their rows.)
+    # The pgcatalog site counted from the groups in each of the five steps
+    # all but the ``not`` query, whose translation reads the table;
+    # Anonymous's less the rows out of the effective range.
     grouped = [s for s in searches if columns.COUNTS_TABLE in s.statement]
-    assert len(grouped) == 4 * (len(QUERIES) - 1)
-    # The premise: the results are not all empty.
+    assert len(grouped) == 5 * (len(QUERIES) - 1)
+    less = [s.statement for s in grouped if "IS TRUE" in s.statement]
+    assert len(less) == len(QUERIES) - 1
+    # After the security terms: a row without a range would stay.
+    assert not any(_WITHOUT % "effectiveRange" in statement for statement in less)
+    # The premise: the results are not all empty, and Anonymous does not
+    # see some published items.
     assert expected["made"]["a type"][0] > 0
     assert expected["as Anonymous"]["states from"] != expected["shared"]["states from"]
+    published = expected["shared"]["a state"]
+    assert 0 < expected["as Anonymous"]["a state"][0] < published[0]
+
+
+#: A DateRangeIndex added to a site with content (an add-on's): the objects
+#: cataloged before have no range in it, which ZCatalog finds only where
+#: another condition comes first (it then narrows a given result); named so
+#: that it comes first in the others.
+ADDED = "activeRange"
+
+
+def _added_range(layer) -> dict:
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+    for number in range(3):
+        api.content.create(container=portal, type="Document", id=f"before{number}")
+    transaction.commit()
+    extra = SimpleNamespace(since_field="effective", until_field="expires")
+    catalog.addIndex(ADDED, "DateRangeIndex", extra)
+    transaction.commit()
+    now = DateTime()
+    for number, effective in enumerate([None, now - 1, now + 3]):
+        page = api.content.create(
+            container=portal, type="Document", id=f"after{number}"
+        )
+        page.effective_date = effective
+        page.reindexObject()
+    transaction.commit()
+    queries = {
+        "the range first": (catalog.unrestrictedSearchResults, {}),
+        "the range after another": (
+            catalog.unrestrictedSearchResults,
+            {"Creator": TEST_USER_ID},
+        ),
+        "secured": (catalog.searchResults, {}),
+    }
+    found = {}
+    for name, (search, more) in queries.items():
+        query = {ADDED: now, "portal_type": "Document", "b_size": 1, **more}
+        brains = search(**query)
+        found[name] = (len(brains), brains.actual_result_count)
+    return found
+
+
+def test_a_range_index_without_the_rows_made_before_it(searches):
+    expected = collect_in("zcatalog", _added_range)
+    got = collect_in("pg", _added_range)
+    assert got == expected
+    # Counted from the groups where the range comes first (a condition on
+    # ``Creator`` counts the rows), less the rows out of the range and
+    # those without one (where it comes after the security terms, rows
+    # without a range stay: ``test_lengths_counted_by_groups_are_zcatalogs``).
+    grouped = [s for s in searches if columns.COUNTS_TABLE in s.statement]
+    assert [_WITHOUT % ADDED in s.statement for s in grouped] == [True, True]
+    # The premise: the rows made before are found where they stay.
+    assert expected["the range first"][1] < expected["the range after another"][1]

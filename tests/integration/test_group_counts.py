@@ -2,7 +2,7 @@
 workflow state, the number of the security list): statement-level
 triggers keep them in step with every write of the catalog's table, and a
 search whose conditions name only those columns counts its matches from
-them (``query.SearchSQL.grouped``).  The counts must always equal the
+them (``query.SearchSQL.group_count``).  The counts must always equal the
 rows' (``GROUP BY``); the differential suites show that ``len()`` stays
 ZCatalog's.
 """
@@ -10,10 +10,13 @@ ZCatalog's.
 from __future__ import annotations
 
 from plone import api
+from plone.app.testing import login
 from plone.app.testing import logout
+from plone.app.testing import TEST_USER_NAME
 from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store.connection import ddl_connection
+from psycopg import sql
 from tests.integration.test_typed_columns import _next_transaction
 from tests.integration.test_typed_columns import _query
 from tests.integration.test_typed_columns import _site
@@ -116,10 +119,12 @@ def test_a_search_of_the_groups_columns_counts_from_them(pg_layer, searches):
     # The whole site, alone in its database: no test of the path at all.
     assert len(api.content.find(portal_type="Document", path="/plone")) == 4
     assert columns.COUNTS_TABLE in searches[-1].statement
-    # Anonymous's: the effective range too.
+    # Anonymous's: the effective range too, whose rows out of it its
+    # SP-GiST index finds.
     logout()
     assert len(api.content.find(portal_type="Document")) == 2
-    assert columns.COUNTS_TABLE not in searches[-1].statement
+    assert columns.COUNTS_TABLE in searches[-1].statement
+    assert "IS TRUE" in searches[-1].statement
     transaction.abort()
     _in_step(dsn)
 
@@ -167,6 +172,34 @@ def test_20_to_21_keeps_the_counts_of_a_site_made_before(
     _in_step(dsn)
     assert len(api.content.find(portal_type="Document")) == 3
     assert columns.COUNTS_TABLE in searches[-1].statement
+
+
+def test_21_to_22_makes_the_index_anonymous_counts_use(pg_layer, searches):
+    """A site of profile 21: the effective range's column without its
+    SP-GiST index (made before the kind had one); Anonymous's searches
+    count their rows.  The step makes the index, and they count from the
+    groups, less the rows the index finds out of the range."""
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    index = columns.sql_index_name("effectiveRange")
+    try:
+        with psycopg.connect(dsn) as conn:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+        _next_transaction(portal)
+        logout()
+        assert len(api.content.find(portal_type="Document")) == 1
+        assert columns.COUNTS_TABLE not in searches[-1].statement
+        transaction.abort()
+        login(portal, TEST_USER_NAME)
+        _upgrade_from(portal, "21")
+        assert _query(dsn, "SELECT to_regclass(%s)", (index,)) == [(index,)]
+        logout()
+        assert len(api.content.find(portal_type="Document")) == 1
+        assert columns.COUNTS_TABLE in searches[-1].statement
+    finally:
+        # Tests share the database's DDL (each restores rows only).
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            columns.index_columns(conn, "30s")
 
 
 def test_a_pack_of_an_orphan_row_holds_up_no_commit(pg_layer):

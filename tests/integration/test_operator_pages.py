@@ -248,6 +248,8 @@ def test_database_figures(pg_layer):
         " (an empty Description)",
         "20 -> 21: Counts kept per type, state and who may see (a count of"
         " their matches without reading them)",
+        "21 -> 22: Counts of what Anonymous sees kept too (an SQL index of the"
+        " effective range)",
     ]
 
 

@@ -148,8 +148,12 @@ KINDS: dict[str, Kind] = {
     # DateIndex (minutes), positions in a folder.
     "integer": Kind("bigint", "btree", _integer("{v}"), varlena=False),
     # DateRangeIndex (effectiveRange).  The upper end is stored as the
-    # next minute, exclusive; below the biggest bigint, so +1 fits.
-    "range": Kind("int8range", None, _RANGE),
+    # next minute, exclusive; below the biggest bigint, so +1 fits.  Its
+    # SP-GiST index serves no search's own test (a moment lies in nearly
+    # every range): it finds the few rows whose range lies wholly before
+    # or after a moment, which a count per group takes away
+    # (``registry.DateRangeTranslator.residue``).
+    "range": Kind("int8range", "spgist", _RANGE),
     # The number of a KeywordIndex's list of strings (``NUMBERED``): the
     # same list, the same number (``SETS_DDL``).  Written by the trigger,
     # the fill and ``once_patch`` only: finding a number may add one.
@@ -504,9 +508,17 @@ LOCK = "LOCK TABLE pgcatalog_objects IN ACCESS SHARE MODE"
 #: last VACUUM or ANALYZE counted them; -1 before the first): a search's
 #: statement takes its shape by the size of the catalog (``ready_rows``);
 #: and so the estimated number of numbered lists (``MANY_LISTS``).
+#: And, for a range column, whether its SQL index (``KINDS``) is there and
+#: valid: a site whose column was made before it had one gets it from an
+#: upgrade step (``index_columns``), and until then no count takes away
+#: the rows out of a range (``ready_rows``), which would read the table.
 READY = (
     "SELECT c.name, c.kind, t.reltuples, (SELECT l.reltuples FROM pg_class AS l"
-    " WHERE l.oid = to_regclass('pgcatalog_keyword_sets')), " + _COUNTED + ""
+    " WHERE l.oid = to_regclass('pgcatalog_keyword_sets')), " + _COUNTED + ","
+    " c.kind = 'range' AND EXISTS (SELECT FROM pg_index AS i"
+    " WHERE i.indrelid = a.attrelid AND i.indnatts = 1"
+    " AND i.indkey[0] = a.attnum AND i.indexprs IS NULL"
+    " AND i.indpred IS NULL AND i.indisvalid)"
     " FROM pgcatalog_columns AS c"
     " JOIN pg_attribute AS a ON a.attrelid = 'pgcatalog_objects'::regclass"
     " AND a.attname = c.name AND NOT a.attisdropped"
@@ -514,16 +526,19 @@ READY = (
 )
 
 
-def ready_rows(found) -> tuple[dict[str, str], float, float, bool]:
+def ready_rows(found) -> tuple[dict[str, str], float, float, frozenset | None]:
     """``({column: kind}, estimated rows of the table, estimated numbered
-    lists, whether the counts per group are kept)`` from the rows of
-    ``READY`` (0 rows and lists, and no counts, when no column is
-    ready)."""
+    lists, the counts per group)`` from the rows of ``READY`` (0 rows and
+    lists, and no counts, when no column is ready).  The counts per group
+    are None where they are not kept, else the range columns with their
+    SQL index, whose rows out of a range a count takes away from its
+    groups' (``query.QueryContext.group_counts``)."""
+    counted = any(row[4] for row in found)
     return (
         {name: kind for name, kind, *_ in found},
-        max((rows for _, _, rows, _, _ in found), default=0.0),
-        max((lists or 0.0 for _, _, _, lists, _ in found), default=0.0),
-        any(counted for *_, counted in found),
+        max((row[2] for row in found), default=0.0),
+        max((row[3] or 0.0 for row in found), default=0.0),
+        frozenset(row[0] for row in found if row[5]) if counted else None,
     )
 
 
@@ -1094,19 +1109,10 @@ def _add_column(
             )
             _rebuild_trigger(cur)
     filled = _fill(conn, name, kind, lock_timeout)
-    method = KINDS[kind].method
     with conn.transaction(), conn.cursor() as cur:
         _set_lock_timeout(cur, lock_timeout)
-        if method is not None:
-            cur.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {} ON pgcatalog_objects USING {} ({})"
-                ).format(
-                    sql.Identifier(sql_index_name(name)),
-                    sql.SQL(method),
-                    sql.Identifier(name),
-                )
-            )
+        if KINDS[kind].method is not None:
+            cur.execute(_column_index(name, kind))
         cur.execute(
             "UPDATE pgcatalog_columns SET ready = true WHERE name = %s", (name,)
         )
@@ -1128,6 +1134,42 @@ def _add_column(
     if kind in ONCE_KINDS:
         store_once(conn, lock_timeout, name)
     return True
+
+
+def _column_index(name: str, kind: str) -> sql.Composed:
+    """The statement that makes the SQL index of typed column ``name`` (of
+    ``kind``, whose ``KINDS`` entry has a method) where it is missing."""
+    return sql.SQL(
+        "CREATE INDEX IF NOT EXISTS {} ON pgcatalog_objects USING {} ({})"
+    ).format(
+        sql.Identifier(sql_index_name(name)),
+        sql.SQL(KINDS[kind].method),
+        sql.Identifier(name),
+    )
+
+
+def index_columns(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
+    """Make the SQL index of each ready typed column whose kind has one
+    (``KINDS``) where it is missing: a column made before its kind had
+    one (``effectiveRange``'s, profile 22).  The names of the columns
+    indexed; each in a transaction of its own (building the index stops
+    writers, not readers, for its time).  ``conn`` is in autocommit
+    mode."""
+    made = []
+    with conn.cursor() as cur:
+        ready = {n: kind for n, (kind, ok) in registered(cur).items() if ok}
+    for name, kind in sorted(ready.items()):
+        if KINDS[kind].method is None:
+            continue
+        with conn.transaction(), conn.cursor() as cur:
+            _set_lock_timeout(cur, lock_timeout)
+            cur.execute("SELECT to_regclass(%s)", (sql_index_name(name),))
+            if cur.fetchone()[0] is not None:
+                continue
+            cur.execute(_column_index(name, kind))
+        made.append(name)
+        logger.info("plone_pgcatalog: SQL index of typed column %r made", name)
+    return made
 
 
 def _wide(cur: psycopg.Cursor, name: str, kind: str) -> bool:

@@ -292,21 +292,23 @@ def likely_alone(context) -> bool:
     return seen is not None and seen == _site(context)
 
 
-def group_counts(context) -> bool:
-    """Whether the counts per group (``columns.GROUPED``) are kept in the
-    current transaction's snapshot (read with the typed columns,
-    ``columns.READY``); False outside a read transaction."""
+def group_counts(context) -> frozenset | None:
+    """The counts per group (``columns.GROUPED``) as the current
+    transaction's snapshot has them (read with the typed columns,
+    ``columns.ready_rows``): None where they are not kept, else the range
+    columns whose rows out of a range a count may take away; None outside
+    a read transaction."""
     storage = _storage_instance(context)
     current = _jar(context).transaction_manager.get()
     if getattr(storage, "_pgcatalog_savepoint_of", None) is not current:
-        return False
-    return getattr(storage, "_pgcatalog_counted", False)
+        return None
+    return getattr(storage, "_pgcatalog_counted", None)
 
 
-def likely_group_counts(context) -> bool:
+def likely_group_counts(context) -> frozenset | None:
     """``group_counts`` as the last read snapshot of this database found
     it (``likely_columns``)."""
-    return getattr(_storage_instance(context)._main, "_pgcatalog_counted_seen", False)
+    return getattr(_storage_instance(context)._main, "_pgcatalog_counted_seen", None)
 
 
 def likely_columns(context) -> dict[str, str]:

@@ -750,9 +750,11 @@ def create_schema(
     transaction, then the SQL indexes of ``indexes`` (catalog index names
     and meta_types), each in its own (an index is built under a lock that
     stops writers, not readers): their typed columns where they have one
-    (``create_index``), then the covering indexes (``columns.cover``).
-    What it ran: "base", index names, "covering index of <column>" (and
-    "of <column> (its untyped values)": ``columns.cover``).
+    (``create_index``), then the covering indexes (``columns.cover``) and
+    the typed columns' own (``columns.index_columns``).  What it ran:
+    "base", index names, "covering index of <column>" (and "of <column>
+    (its untyped values)": ``columns.cover``), "SQL index of the column
+    <column>".
 
     Looks first, without locks: on a complete schema it runs nothing.
     ``lock_timeout`` bounds each wait for a lock, as in ``drop_schema``;
@@ -799,5 +801,9 @@ def create_schema(
         ]
         ran += [
             f"covering index of {name}" for name in columns.cover(conn, lock_timeout)
+        ]
+        ran += [
+            f"SQL index of the column {name}"
+            for name in columns.index_columns(conn, lock_timeout)
         ]
     return ran
