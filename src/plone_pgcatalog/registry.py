@@ -641,8 +641,8 @@ class DateRangeTranslator:
 
     def sql_indexes(self, index_name: str) -> list[tuple]:
         # A range test reads both bounds of each row; no SQL index serves
-        # it (the typed column's SP-GiST index finds the rows out of a
-        # range: ``residue``).
+        # it (the typed column's B-trees find the rows out of a range:
+        # ``residue``).
         return []
 
     query_options = ("query",)
@@ -686,16 +686,10 @@ class DateRangeTranslator:
             return json_key(name) + sql.SQL(" IS NOT NULL"), []
         typed = context.column(name, self.column_kind)
         if typed is not None and fits("integer", moment):
-            # Written so that the column's SP-GiST index cannot answer it
-            # (``IS TRUE``; the planner still estimates the test within):
-            # the moment lies in nearly every range, and the index, made
-            # for the few rows out of it (``residue``), read for all of
-            # them was taken where no other index served (a range of
-            # keywords as Anonymous, at 10,458 rows).
             if context.preceded:
-                clause = sql.SQL("({c} IS NULL OR {c} @> %s::bigint) IS TRUE")
+                clause = sql.SQL("({c} IS NULL OR {c} @> %s::bigint)")
             else:
-                clause = sql.SQL("({c} @> %s::bigint) IS TRUE")
+                clause = sql.SQL("{c} @> %s::bigint")
             return clause.format(c=typed), [moment]
         clause = sql.SQL(
             "(({k} -> 0) = 'null'::jsonb OR ({k} -> 0) <= %s)"
@@ -710,15 +704,16 @@ class DateRangeTranslator:
         return clause, [Jsonb(moment), Jsonb(moment)]
 
     def residue(self, index, query, context):
-        """The rows ``where`` leaves out, as a condition its typed column's
-        SP-GiST index answers (``columns.KINDS``), with its values; None
-        where the test is not on that column or the index is not there
+        """The rows ``where`` leaves out, as a condition the typed column's
+        B-trees answer (``columns.KINDS``), with its values; None where the
+        test is not on that column or they are not there
         (``query.QueryContext.group_counts``).  A count per group takes
         them away from its groups' counts (``query._group_count``): they
-        are few (items not yet or no longer in effect), where the
-        moment lies in nearly every range.  A range wholly after the
-        moment or before it, or empty (since after until), and no range
-        where one is needed."""
+        are few (items not yet or no longer in effect), where the moment
+        lies in nearly every range.  A range wholly after the moment (its
+        lower end after it: the ranges that sort after ``[moment, )``),
+        one that ends at or before it (the exclusive upper end), an empty
+        one (since after until), and no range where one is needed."""
         name = index.getId()
         if name not in (context.group_counts or ()):
             return None
@@ -728,9 +723,11 @@ class DateRangeTranslator:
             return None
         # Where the test is not the first, a row without a range matches.
         missing = "" if context.preceded else " OR {c} IS NULL"
-        clause = sql.SQL("({c} << {p} OR {c} >> {p} OR {c} = 'empty'" + missing + ")")
-        point = sql.SQL("int8range(%s::bigint, %s::bigint, '[]')")
-        return clause.format(c=typed, p=point), [moment] * 4
+        clause = sql.SQL(
+            "({c} > int8range(%s::bigint, NULL) OR upper({c}) <= %s::bigint"
+            " OR {c} = 'empty'" + missing + ")"
+        )
+        return clause.format(c=typed), [moment, moment]
 
     def sort_expressions(self, index, context=None):
         return None

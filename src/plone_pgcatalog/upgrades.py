@@ -604,15 +604,15 @@ def to_21(setup_tool) -> None:
 
 
 def to_22(setup_tool) -> None:
-    """21 → 22 (the database schema stays 18): the SQL index of the typed
-    column of each DateRangeIndex (``effectiveRange``: SP-GiST, which a
-    site made before had not), so that a search of a user who may not see
-    inactive content counts its matches from the counts per group, less
-    the rows not in effect now that the index finds (10,000 documents,
-    published as Anonymous: ... ms).
+    """21 → 22 (the database schema stays 18): the SQL indexes of the typed
+    column of each DateRangeIndex (``effectiveRange``: B-trees of the
+    ranges and of their upper ends, which a site made before had not), so
+    that a search of a user who may not see inactive content counts its
+    matches from the counts per group, less the rows not in effect now
+    that the indexes find (``registry.DateRangeTranslator.residue``).
 
-    After this step's commit, in its own connection: the index built in a
-    transaction of its own, which stops writers (not readers) for its
+    After this step's commit, in its own connection: the indexes built in
+    a transaction of their own, which stops writers (not readers) for its
     time.  Until then, such searches count their matches from the rows,
     as before.
     """

@@ -72,7 +72,7 @@ def _collect(layer) -> dict:
             api.content.transition(obj=page, transition="publish")
     # Published items Anonymous does not see: not yet in effect, expired,
     # and with a range in which no moment lies (``effectiveRange``: the
-    # rows out of it, found by its SP-GiST index, taken away).
+    # rows out of it, found by its B-trees, taken away).
     now = DateTime()
     dates = {"p5": (now + 30, None), "p7": (None, now - 1), "p3": (now + 9, now + 5)}
     for page_id, (effective, expires) in dates.items():

@@ -120,7 +120,7 @@ def test_a_search_of_the_groups_columns_counts_from_them(pg_layer, searches):
     assert len(api.content.find(portal_type="Document", path="/plone")) == 4
     assert columns.COUNTS_TABLE in searches[-1].statement
     # Anonymous's: the effective range too, whose rows out of it its
-    # SP-GiST index finds.
+    # B-trees find.
     logout()
     assert len(api.content.find(portal_type="Document")) == 2
     assert columns.COUNTS_TABLE in searches[-1].statement
@@ -174,25 +174,31 @@ def test_20_to_21_keeps_the_counts_of_a_site_made_before(
     assert columns.COUNTS_TABLE in searches[-1].statement
 
 
-def test_21_to_22_makes_the_index_anonymous_counts_use(pg_layer, searches):
+def test_21_to_22_makes_the_indexes_anonymous_counts_use(pg_layer, searches):
     """A site of profile 21: the effective range's column without its
-    SP-GiST index (made before the kind had one); Anonymous's searches
-    count their rows.  The step makes the index, and they count from the
-    groups, less the rows the index finds out of the range."""
+    B-trees (made before the kind had them); Anonymous's searches count
+    their rows, also where one of the two is there.  The step makes them,
+    and the searches count from the groups, less the rows the indexes
+    find out of the range."""
     portal = _site(pg_layer, count=3)
     dsn = pg_layer["pgcatalog_dsn"]
-    index = columns.sql_index_name("effectiveRange")
+    indexes = columns.column_index_names("effectiveRange", "range")
+    assert len(indexes) == 2
     try:
-        with psycopg.connect(dsn) as conn:
-            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
-        _next_transaction(portal)
-        logout()
-        assert len(api.content.find(portal_type="Document")) == 1
-        assert columns.COUNTS_TABLE not in searches[-1].statement
-        transaction.abort()
-        login(portal, TEST_USER_NAME)
+        for index in indexes:
+            with psycopg.connect(dsn) as conn:
+                conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+            _next_transaction(portal)
+            logout()
+            assert len(api.content.find(portal_type="Document")) == 1
+            assert columns.COUNTS_TABLE not in searches[-1].statement
+            transaction.abort()
+            login(portal, TEST_USER_NAME)
         _upgrade_from(portal, "21")
-        assert _query(dsn, "SELECT to_regclass(%s)", (index,)) == [(index,)]
+        found = _query(
+            dsn, "SELECT to_regclass(n)::text FROM unnest(%s::text[]) AS n", (indexes,)
+        )
+        assert found == [(index,) for index in indexes]
         logout()
         assert len(api.content.find(portal_type="Document")) == 1
         assert columns.COUNTS_TABLE in searches[-1].statement
