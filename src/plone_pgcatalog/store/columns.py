@@ -161,7 +161,7 @@ KINDS: dict[str, Kind] = {
     # takes away (``registry.DateRangeTranslator.residue``).  An SP-GiST
     # index of the ranges, grown in the order content is made, read all
     # of its 180 pages for that at 10,000 documents (2.2 ms; made again at
-    # once, 5 pages): ranges of one minute make nodes it must read whole.
+    # once, 5 pages): it keeps the shape its splits gave it as rows came.
     # B-trees stay balanced: 6 pages read, 0.04 ms.  The upper ends'
     # index is whole, not partial: the planner reads the statistics of an
     # expression from an index without a predicate only, and estimated a
