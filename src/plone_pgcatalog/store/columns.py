@@ -522,17 +522,19 @@ LOCK = "LOCK TABLE pgcatalog_objects IN ACCESS SHARE MODE"
 #: last VACUUM or ANALYZE counted them; -1 before the first): a search's
 #: statement takes its shape by the size of the catalog (``ready_rows``);
 #: and so the estimated number of numbered lists (``MANY_LISTS``).
-#: And, for a range column, the valid SQL indexes of one column that are
-#: on it or on an expression: a site whose column was made before its
-#: kind had its own (``KINDS``) gets them from an upgrade step
+#: And, for a range column, the valid whole SQL indexes of one column
+#: that are on it or on an expression: a site whose column was made
+#: before its kind had its own (``KINDS``) gets them from an upgrade step
 #: (``index_columns``), and until then no count takes away the rows out
-#: of a range (``ready_rows``), which would read the table.
+#: of a range (``ready_rows``), which would read the table.  (0.024 ms
+#: more a request, prepared: 0.085 instead of 0.061.)
 READY = (
     "SELECT c.name, c.kind, t.reltuples, (SELECT l.reltuples FROM pg_class AS l"
     " WHERE l.oid = to_regclass('pgcatalog_keyword_sets')), " + _COUNTED + ","
     " CASE WHEN c.kind = 'range' THEN ARRAY(SELECT i.indexrelid::regclass::text"
     " FROM pg_index AS i WHERE i.indrelid = a.attrelid AND i.indnatts = 1"
-    " AND i.indkey[0] IN (0, a.attnum) AND i.indisvalid) END"
+    " AND i.indkey[0] IN (0, a.attnum) AND i.indpred IS NULL AND i.indisvalid)"
+    " END"
     " FROM pgcatalog_columns AS c"
     " JOIN pg_attribute AS a ON a.attrelid = 'pgcatalog_objects'::regclass"
     " AND a.attname = c.name AND NOT a.attisdropped"
