@@ -106,7 +106,7 @@ class QueryContext:
     #: (``counted_by_groups``), where the numbered lists are few (not
     #: ``many_lists``: an intranet's list per owner makes as many groups,
     #: which a count would read all of).  The set names the range columns
-    #: with their SQL index (``columns.ready_rows``): one condition on such
+    #: with their SQL indexes (``columns.ready_rows``): one condition on such
     #: a column more (the effective range of every search of a user who
     #: may not see inactive content) takes away from the groups' counts the
     #: rows its translator's ``residue`` finds
@@ -904,11 +904,12 @@ def _group_count(
     (their values ``params``): its groups' counts, where all of them name
     only the grouped columns (``counted_by_groups``), or all but one whose
     translator gave its residue (``residues``: the rows of the groups that
-    it leaves out, which its SQL index finds; the effective range of
+    it leaves out, which its SQL indexes find; the effective range of
     Anonymous's searches, a few rows not yet or no longer in effect); else
-    None.  At 10,000 documents, published as Anonymous (6,947 matches):
-    the residue took 0.024 ms to count, the matches 1.09 ms
-    (``benchmarks/README.rst``, "Session 29")."""
+    None.  At 10,000 documents, published as Anonymous (6,997 matches):
+    the residue took 0.04-0.06 ms to count, the matches about 1.1 ms; the
+    search through Zope 1.5 ms instead of 2.5 (``benchmarks/README.rst``,
+    "Session 30")."""
     if len(residues) > 1:
         return None
     others, values, less = clauses, list(params), None
