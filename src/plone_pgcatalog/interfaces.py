@@ -124,6 +124,14 @@ class IIndexTranslator(Interface):
     # creates them when an index of the type is added, and drops them with
     # it; without the method, the type gets none.
     #
+    # Optional: ``residue(index, query, context)``: for a test whose
+    # matches are nearly all rows, the rows it leaves out, as ``(clause,
+    # values)`` that SQL indexes answer, or None.  A search whose other
+    # conditions name only the grouped columns counts its matches as their
+    # groups' counts less these rows (``query._group_count``): the
+    # effective range (``DateRangeTranslator``), where ``context
+    # .group_counts`` names the column (its indexes are there).
+    #
     # Optional: ``index_view``, the class of the index object that
     # ``portal_catalog.Indexes[name]`` gives for the type (a subclass of
     # ``plone_pgcatalog.indexes.IndexView``, such as ``ValueIndexView`` for
