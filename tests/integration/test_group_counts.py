@@ -208,6 +208,27 @@ def test_21_to_22_makes_the_indexes_anonymous_counts_use(pg_layer, searches):
             columns.index_columns(conn, "30s")
 
 
+def test_the_schema_put_back_makes_counts_a_failed_step_left_out(
+    pg_layer, searches, no_group_counts
+):
+    """Every grouped column ready, but the triggers missing (the step that
+    makes them after the last one was marked ready failed, and a column
+    ready is not made again): putting back what is missing of the schema
+    (an install, an upgrade step) makes them, and the counts."""
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    no_group_counts(portal)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        assert columns.counts_behind(conn)
+        assert "counts per group" in schema.create_schema(conn, "30s")
+        assert not columns.counts_behind(conn)
+        assert "counts per group" not in schema.create_schema(conn, "30s")
+    _in_step(dsn)
+    portal._p_jar.sync()
+    assert len(api.content.find(portal_type="Document")) == 3
+    assert columns.COUNTS_TABLE in searches[-1].statement
+
+
 def test_a_pack_of_an_orphan_row_holds_up_no_commit(pg_layer):
     """zodb-pgjsonb's packer deletes unreachable states in one long
     transaction without the commit lock; the foreign key takes their

@@ -1067,6 +1067,19 @@ def _rebuild_trigger(cur: psycopg.Cursor) -> None:
     _count_groups(cur, ready)
 
 
+def counts_behind(conn: psycopg.Connection) -> bool:
+    """Whether every ``GROUPED`` column is ready but the counts per group
+    are not kept (their triggers missing): the step that makes them after
+    the last grouped column was marked ready failed (``_add_column``), and
+    a column ready is not made again.  ``schema.create_schema`` then makes
+    them (``rebuild_trigger``)."""
+    with conn.cursor() as cur:
+        ready = {n: kind for n, (kind, ok) in registered(cur).items() if ok}
+        cur.execute("SELECT " + _COUNTED)
+        kept = cur.fetchone()[0]
+    return not kept and all(ready.get(name) == kind for name, kind in GROUPED.items())
+
+
 def rebuild_trigger(conn: psycopg.Connection) -> None:
     """Make the trigger again from the registry, as a column's change
     does (the upgrade to schema 12, which changed its form): under the

@@ -754,7 +754,7 @@ def create_schema(
     the typed columns' own (``columns.index_columns``).  What it ran:
     "base", index names, "covering index of <column>" (and "of <column>
     (its untyped values)": ``columns.cover``), "SQL index of the column
-    <column>".
+    <column>", "counts per group" (``columns.counts_behind``).
 
     Looks first, without locks: on a complete schema it runs nothing.
     ``lock_timeout`` bounds each wait for a lock, as in ``drop_schema``;
@@ -806,4 +806,7 @@ def create_schema(
             f"SQL index of the column {name}"
             for name in columns.index_columns(conn, lock_timeout)
         ]
+        if columns.counts_behind(conn):
+            columns.rebuild_trigger(conn)
+            ran.append("counts per group")
     return ran
