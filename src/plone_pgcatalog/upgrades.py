@@ -304,15 +304,20 @@ def to_10(setup_tool) -> None:
 def _covering(conn, indexes, version: int) -> None:
     """The covering indexes and their partial indexes as this code wants
     them (``columns.cover``), then the database at schema ``version``."""
+    _indexes_then_version(
+        conn, version, columns.cover, "indexes made again or added", "none"
+    )
+
+
+def _indexes_then_version(conn, version: int, make, done: str, none: str) -> None:
+    """``make(conn, lock_timeout)`` (SQL indexes, each in a transaction of
+    its own; the names it changed), then the database at schema
+    ``version``; ``done`` and those names (or ``none``) in the log."""
     if _still_schema_4(conn, version):
         return
-    changed = columns.cover(conn, ddl.LOCK_TIMEOUT)
+    changed = make(conn, ddl.LOCK_TIMEOUT)
     _schema_version(conn, version)
-    logger.info(
-        "plone_pgcatalog %d: indexes made again or added: %s",
-        version,
-        ", ".join(changed) or "none",
-    )
+    logger.info("plone_pgcatalog %d: %s: %s", version, done, ", ".join(changed) or none)
 
 
 def to_11(setup_tool) -> None:
@@ -627,14 +632,12 @@ def to_22(setup_tool) -> None:
 def _column_indexes(conn, indexes, version: int) -> None:
     """The typed columns' own SQL indexes that are missing
     (``columns.index_columns``), then the database at schema ``version``."""
-    if _still_schema_4(conn, version):
-        return
-    made = columns.index_columns(conn, ddl.LOCK_TIMEOUT)
-    _schema_version(conn, version)
-    logger.info(
-        "plone_pgcatalog %d: SQL indexes of typed columns made: %s",
+    _indexes_then_version(
+        conn,
         version,
-        ", ".join(made) or "none missing",
+        columns.index_columns,
+        "SQL indexes of typed columns made",
+        "none missing",
     )
 
 
