@@ -11,6 +11,7 @@ only composed, never run.
 
 from __future__ import annotations
 
+from plone_pgcatalog.store import columns
 from plone_pgcatalog.store import schema
 from plone_pgcatalog.store.columns import held_value
 from plone_pgcatalog.store.columns import typed_value
@@ -316,3 +317,15 @@ def test_schema_check_looks_for_the_names_index_ddl_creates(meta_type):
     # ``create_schema`` decides from these names whether DDL is missing.
     created = _created_names(_text("start", meta_type))
     assert schema._index_object_names("start", meta_type) == set(created)
+
+
+@pytest.mark.parametrize("kind", sorted(columns.KINDS))
+def test_a_typed_columns_index_names_are_those_its_statements_make(kind):
+    """``columns.ready_rows`` tells whether a column's indexes are there by
+    ``column_index_names``, which names them without the statements."""
+    for name in ("effectiveRange", "portal_type", "a name with spaces"):
+        made = columns.column_indexes(name, kind)
+        assert columns.column_index_names(name, kind) == [index for index, _ in made]
+        for index, statement in made:
+            text = statement.as_string(None)
+            assert f'CREATE INDEX IF NOT EXISTS "{index}" ' in text
