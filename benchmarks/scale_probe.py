@@ -154,8 +154,9 @@ def parse_args(argv) -> argparse.Namespace:
     if not 1 <= args.docs <= run.MAX_DOCS:
         parser.error(f"--docs must be between 1 and {run.MAX_DOCS}")
     args.sizes = sizes
-    # What run.run_phase reads of run.py's arguments.
-    args.big_folder, args.result_cache = 1000, False
+    # What run.run_phase reads of run.py's arguments: run.py's defaults (a
+    # stock Plone site, the result cache off).
+    args.big_folder, args.result_cache, args.discussion = 1000, False, False
     return args
 
 

@@ -1051,6 +1051,26 @@ def _set_lock_timeout(cur: psycopg.Cursor, lock_timeout: str) -> None:
     cur.execute("SELECT set_config('lock_timeout', %s, true)", (lock_timeout,))
 
 
+#: Taken by each transaction that looks whether SQL indexes of the table
+#: are there and builds those that are not (``index_columns``, ``cover``,
+#: ``_untyped_index``, ``add_column``), before it looks: two processes
+#: doing it at once (two Zope instances running the same upgrade step, an
+#: install beside an upgrade) both found an index missing and both built
+#: it (building takes a share lock, which lets the other build too), and
+#: the second to commit failed on PostgreSQL's unique name of the first
+#: one's (``tests/integration/test_index_columns_race.py``).  Now the
+#: second looks once the first has committed.  A lock of the two-key form,
+#: apart from zodb-pgjsonb's commit lock (key 0): commits are not held up
+#: by it, only other index builds, which wait for the table anyway.
+_INDEX_BUILDS = "SELECT pg_advisory_xact_lock(hashtext('plone_pgcatalog'), 1)"
+
+
+def _lock_index_builds(cur: psycopg.Cursor, lock_timeout: str) -> None:
+    """``lock_timeout`` for the transaction, then ``_INDEX_BUILDS``."""
+    _set_lock_timeout(cur, lock_timeout)
+    cur.execute(_INDEX_BUILDS)
+
+
 def _set_exclusive_lock_timeout(cur: psycopg.Cursor) -> None:
     """The transaction's ``lock_timeout`` for the table's exclusive lock:
     ``EXCLUSIVE_LOCK_TIMEOUT``, or ``AUTOVACUUM_MARGIN`` past the server's
@@ -1193,7 +1213,7 @@ def _add_column(
             _rebuild_trigger(cur)
     filled = _fill(conn, name, kind, lock_timeout)
     with conn.transaction(), conn.cursor() as cur:
-        _set_lock_timeout(cur, lock_timeout)
+        _lock_index_builds(cur, lock_timeout)
         for _index, statement in column_indexes(name, kind):
             cur.execute(statement)
         cur.execute(
@@ -1234,7 +1254,7 @@ def index_columns(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
     for name, kind in sorted(ready.items()):
         indexes = column_indexes(name, kind)
         with conn.transaction(), conn.cursor() as cur:
-            _set_lock_timeout(cur, lock_timeout)
+            _lock_index_builds(cur, lock_timeout)
             cur.execute(
                 "SELECT count(to_regclass(n)) FROM unnest(%s::text[]) AS n",
                 ([index for index, _ in indexes],),
@@ -1687,7 +1707,7 @@ def cover(conn: psycopg.Connection, lock_timeout: str) -> list[str]:
                 if c == "path" or c in ready
             ]
         with conn.transaction(), conn.cursor() as cur:
-            _set_lock_timeout(cur, lock_timeout)
+            _lock_index_builds(cur, lock_timeout)
             present = _index_columns(cur, index)
             if present == wanted:
                 continue
@@ -1719,7 +1739,7 @@ def _untyped_index(conn: psycopg.Connection, name: str, lock_timeout: str) -> bo
     is missing; whether it was.  Dropping the column drops it."""
     index = untyped_index_name(name)
     with conn.transaction(), conn.cursor() as cur:
-        _set_lock_timeout(cur, lock_timeout)
+        _lock_index_builds(cur, lock_timeout)
         if _index_columns(cur, index) is not None:
             return False
         cur.execute(
