@@ -618,11 +618,13 @@ def catalog_scans(node: dict, partial: dict, cut: bool = False) -> list[str]:
 
 
 def _cuts(node: dict, child: dict, cut: bool) -> bool:
-    """Whether ``child``'s rows are read only until ``node``'s limit."""
+    """Whether ``child``'s rows are read only until ``node``'s limit (a
+    ``Result`` that gates a branch on a one-time test of the count passes
+    its rows on as they come: ``SearchSQL._by_the_count``)."""
     if child.get("Parent Relationship") != "Outer":
         return False  # an InitPlan or SubPlan (the count): read whole
     return node["Node Type"] == "Limit" or (
-        cut and node["Node Type"] == "Incremental Sort"
+        cut and node["Node Type"] in ("Incremental Sort", "Result")
     )
 
 

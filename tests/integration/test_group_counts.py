@@ -265,3 +265,58 @@ def test_a_pack_of_an_orphan_row_holds_up_no_commit(pg_layer):
         " WHERE portal_type = 'Document' AND review_state = 'private'",
     )
     assert rows == [(1,)]
+
+
+def _branch_run(dsn: str, statement: str, params) -> str:
+    """Which branch of a window read by its count ran (``SearchSQL.
+    _by_the_count``): "walk" (the primary key, its conditions one
+    ``COALESCE`` test) or "few" (the matches read and sorted)."""
+    plan = _query(dsn, "EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)[0][0]
+
+    def scans(node):
+        if node.get("Relation Name") == "pgcatalog_objects":
+            yield node
+        for child in node.get("Plans", []):
+            # Not the count, nor the first rows' metadata read by zoid.
+            if child.get("Parent Relationship") not in ("InitPlan", "SubPlan"):
+                yield from scans(child)
+
+    ran = [n for n in scans(plan[0]["Plan"]) if n.get("Actual Loops", 0) > 0]
+    walked = [n for n in ran if "COALESCE" in str(n.get("Filter", ""))]
+    assert len(ran) == 1, ran
+    return "walk" if walked else "few"
+
+
+def test_a_window_in_zoid_order_is_read_as_its_count_says(pg_layer, searches):
+    """A window of the groups' columns alone, counted from their counts,
+    keeps one plan for every value (``plan_forced``), and its count
+    chooses the branch: a type of many rows walks the primary key, one of
+    few is read by its index and sorted.  The rows are the window's of
+    the matches in zoid order either way."""
+    portal = _site(pg_layer, count=24)
+    for number in range(4):
+        api.content.create(container=portal, type="Folder", id=f"folder-{number}")
+    transaction.commit()
+    dsn = pg_layer["pgcatalog_dsn"]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        # ``reltuples``: the branch compares the count with the table's rows.
+        conn.execute("ANALYZE pgcatalog_objects")
+    _next_transaction(portal)
+    expected = {}
+    for portal_type, branch in (("Document", "walk"), ("Folder", "few")):
+        zoids = _query(
+            dsn,
+            "SELECT path FROM pgcatalog_objects WHERE portal_type = %s ORDER BY zoid",
+            (portal_type,),
+        )
+        expected[portal_type] = [path for (path,) in zoids][2:4]
+        del searches[:]
+        brains = api.content.find(portal_type=portal_type, b_start=2, b_size=2)
+        assert [brain.getPath() for brain in brains] == expected[portal_type]
+        assert brains.actual_result_count == len(zoids)
+        [search] = searches
+        assert search.kept == "forced"
+        assert "AND NOT (SELECT many FROM counted)" in search.statement
+        assert _branch_run(dsn, search.statement, search.params) == branch
+    # Both kinds hold rows: the window is not empty.
+    assert all(expected.values())

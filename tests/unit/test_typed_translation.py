@@ -658,3 +658,56 @@ def test_other_windows_read_their_rows_metadata_by_key(query, overlaid):
     )
     with pytest.raises(ValueError, match="cannot carry"):
         plan.rows_query(100, 0, counted=True, with_meta=True)
+
+
+def _grouped_plan(query: dict, group_counts=frozenset()):
+    context = QueryContext(
+        columns=dict(READY), group_counts=group_counts, site_alone=True
+    )
+    return build_query(query, _indexes(), "/plone", context)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"portal_type": "Document"},
+        {"portal_type": "Document", "b_size": 5},
+        {"portal_type": ["Document", "News Item"], "b_start": 5, "b_size": 5},
+    ],
+)
+def test_a_window_in_zoid_order_counted_by_groups_keeps_one_plan(query):
+    """Its count chooses how the window is read (``_by_the_count``)."""
+    plan = _grouped_plan(query)
+    assert plan.group_count is not None
+    assert plan.by_the_count and plan.plan_forced
+    statement, _ = plan.rows_query(plan.limit or 100, plan.offset, counted=True)
+    text = statement.as_string(None)
+    assert "AND NOT (SELECT many FROM counted)" in text
+    assert columns.COUNTS_TABLE in text
+    # The first rows' metadata is read by zoid after the window is cut.
+    assert not plan.keeps_row_metadata(True)
+
+
+@pytest.mark.parametrize(
+    "query,group_counts",
+    [
+        # Cut in Python: the whole result is read.
+        ({"portal_type": "Document", "b_size": -5}, frozenset()),
+        # Sorted: its own statements (``_from_the_edge``, the sort).
+        ({"portal_type": "Document", "sort_on": "created", "b_size": 5}, frozenset()),
+        # A residue taken away: read by the range's indexes, for its values.
+        (
+            {"portal_type": "Document", "effectiveRange": DateTime(), "b_size": 5},
+            frozenset({"effectiveRange"}),
+        ),
+        # A condition the groups do not have: its matches are counted.
+        ({"portal_type": "Document", "Subject": "red", "b_size": 5}, frozenset()),
+    ],
+)
+def test_other_windows_do_not_read_by_the_count(query, group_counts):
+    plan = _grouped_plan(query, group_counts)
+    assert not plan.by_the_count
+    if group_counts:
+        assert plan.group_count is not None and plan.group_count_residue
+    if not plan.from_the_edge:
+        assert not plan.plan_forced
