@@ -531,12 +531,15 @@ class SearchSQL:
         matches (``MATCH_ROW_COST`` each), the walk, whose conditions are
         one ``COALESCE(..., false)`` test that no index answers; else the
         matches read by their conditions' indexes and sorted.  The same
-        rows either way."""
+        rows either way.  Where the table's rows are not known (-1 before
+        its first ``ANALYZE``, 0 after a vacuum of it empty), the matches
+        are read: that costs at most what they are, a walk could read the
+        whole table for a type of few rows (helper-43's review)."""
         statement = sql.SQL(
-            "WITH counted AS MATERIALIZED (SELECT c.matches,"
-            " c.matches::float8 * c.matches * {cost} >= %s * (SELECT reltuples"
-            " FROM pg_class WHERE oid = {table}::regclass) AS many"
-            " FROM (SELECT {count} AS matches OFFSET 0) AS c)"
+            "WITH counted AS MATERIALIZED (SELECT c.matches, t.rows > 0"
+            " AND c.matches::float8 * c.matches * {cost} >= %s * t.rows AS many"
+            " FROM (SELECT {count} AS matches OFFSET 0) AS c, (SELECT reltuples"
+            " AS rows FROM pg_class WHERE oid = {table}::regclass) AS t)"
             " SELECT zoid, path, (SELECT matches FROM counted) FROM"
             " ((SELECT zoid, path FROM {source} WHERE COALESCE({where}, false)"
             " AND (SELECT many FROM counted) ORDER BY {order_by} LIMIT %s)"

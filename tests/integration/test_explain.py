@@ -348,9 +348,17 @@ class Recorded:
         """``(statement, params, forced)`` of each statement: ``forced``
         where PostgreSQL runs its generic plan (``SearchSQL.plan_forced``;
         the count of a window past the end is planned for its values)."""
+        from plone_pgcatalog.store.search import search_statement
+
         found = []
         for plan in self.plans:
-            found.append((*plan.ids_query(), plan.plan_forced))
+            if plan.plan_forced:
+                # The statement its generic plan is made for: a whole
+                # result's first rows, counted, are not ``ids_query``'s
+                # (``SearchSQL._by_the_count``).
+                found.append((*search_statement(plan, metadata=False), True))
+            else:
+                found.append((*plan.ids_query(), False))
             if plan.windowed:
                 found.append((*plan.count_query(), False))
         return found
