@@ -1,7 +1,9 @@
 """Plans kept for folder listings (``query.SearchSQL.plan_kept``): the
 statement of a folder's listing is prepared on the catalog's connection
-and kept there from one request to the next, one for every folder; other
-searches are planned for their values every time.
+and kept there from one request to the next, one for every folder; a
+type's search counted from the groups keeps one plan whose branch its
+count chooses (``plan_forced``); other searches are planned for their
+values every time.
 """
 
 from __future__ import annotations
@@ -89,7 +91,12 @@ def test_a_folders_listing_keeps_its_plan_from_request_to_request(catalog, searc
     listings = [found for found in searches if "parent_path" in found.statement]
     assert len(listings) == 20 and all(found.kept for found in listings)
     assert {found.statement for found in listings} == {listings[0].statement}
-    assert not any(found.kept for found in searches if found not in listings)
+    # The type's search keeps its plan too, one its count chooses the
+    # branch of (``SearchSQL.by_the_count``: forced generic).
+    others = [found for found in searches if found not in listings]
+    assert len(others) == 10
+    assert all(found.kept == connection.FORCED for found in others)
+    assert all("SELECT many FROM counted" in found.statement for found in others)
     # One statement prepared for both folders, run 20 times: after
     # PostgreSQL's five custom plans, the plan it keeps.
     transaction.begin()
@@ -102,9 +109,12 @@ def test_a_folders_listing_keeps_its_plan_from_request_to_request(catalog, searc
     generic, custom = kept[0]
     assert generic + custom == 20
     assert generic >= 10
-    # Other searches (of a type) are not prepared.
+    # The type's search is prepared too, with only the plan made blind to
+    # its values (``connection.GENERIC_PLAN``).
     searched = [statement for statement in prepared if '"portal_type"' in statement]
-    assert len(searched) == 1 and "parent_path = $" in searched[0]
+    assert len(searched) == 2
+    [typed] = [statement for statement in searched if "parent_path" not in statement]
+    assert "SELECT many FROM counted" in typed and prepared[typed][1] == 0
     transaction.abort()
 
 
@@ -186,10 +196,19 @@ def test_reads_planned_for_their_values_are_never_prepared(catalog):
     prepared = _prepared(catalog)
     ends = [statement for statement in prepared if "min(path)" in statement]
     assert len(ends) == 1 and "path > $1 ORDER BY path LIMIT 1" in ends[0]
+    # The statements whose count chooses their branch keep one generic
+    # plan by design (``SearchSQL.by_the_count``): a type's first rows, a
+    # window of it, the other type's (the count of a window past the end
+    # is planned for its values).
+    counted = [statement for statement in prepared if "SELECT many FROM" in statement]
+    assert len(counted) == 2, counted
+    assert all(prepared[statement][1] == 0 for statement in counted)
     searched = [
         statement
         for statement in prepared
-        if "FROM pgcatalog_objects WHERE" in statement and statement not in ends
+        if "FROM pgcatalog_objects WHERE" in statement
+        and statement not in ends
+        and statement not in counted
     ]
     assert len(searched) == 2, searched  # the listing, the UID's path
     for statement in searched:

@@ -137,8 +137,9 @@ def test_explain_shows_the_plan_a_kept_search_ran(pg_layer):
     """A folder's listing keeps its plan (``SearchSQL.plan_kept``), made
     blind to the values: its explanation is of that plan (the folder a
     parameter, ``$n``), not one made for the values, and leaves no
-    prepared statement or setting behind.  A search planned for its values
-    is explained with them."""
+    prepared statement or setting behind; so is a type's search, which
+    its count keeps to one plan.  A search planned for its values is
+    explained with them."""
     from plone_pgcatalog.store import connection
     from psycopg.rows import tuple_row
 
@@ -162,8 +163,19 @@ def test_explain_shows_the_plan_a_kept_search_ran(pg_layer):
         ]
         assert names == []
         assert cursor.execute("SHOW plan_cache_mode").fetchone() == ("auto",)
+    # A type's search counted from the groups keeps one plan too
+    # (``SearchSQL.by_the_count``): explained blind to the type.
     slowlog.LOG.clear()
     catalog(portal_type="News Item")
+    [shape] = slowlog.LOG.shapes()
+    assert shape.kept
+    _, plan = overview.explain(catalog, shape.key)
+    text = "\n".join(plan)
+    assert "News Item" not in text
+    assert re.search(r"portal_type = ANY \(\$\d+\)", text), text
+    # Sorted on a title, it is planned for its values.
+    slowlog.LOG.clear()
+    catalog(portal_type="News Item", sort_on="sortable_title")
     [shape] = slowlog.LOG.shapes()
     assert not shape.kept
     _, plan = overview.explain(catalog, shape.key)
