@@ -15,7 +15,9 @@ from its groups' counts.
 
 from __future__ import annotations
 
+from Acquisition import aq_base
 from DateTime import DateTime
+from functools import partial
 from plone import api
 from plone.app.testing import logout
 from plone.app.testing import setRoles
@@ -23,8 +25,10 @@ from plone.app.testing import TEST_USER_ID
 from plone_pgcatalog.query import RESIDUE_SHARE
 from plone_pgcatalog.store import columns
 from tests.conftest import collect_in
+from tests.integration.test_group_counts import _branch_run
 from types import SimpleNamespace
 
+import psycopg
 import transaction
 
 #: Searches of the grouped indexes only.
@@ -46,6 +50,19 @@ QUERIES = {
 _WITHOUT = "= 'empty' OR \"%s\" IS NULL"
 
 
+def _in_creation_order(catalog) -> None:
+    """Number ZCatalog's new records from 1 up.  An unsorted result is in
+    record order, and ZCatalog numbers a new record after the last one it
+    made, from a random base taken anew whenever the number reaches a
+    multiple of 4,000 (``Catalog.updateMetadata``): about one run in a
+    hundred, a window of a few dozen items would hold other rows than
+    zoid order's (the pgcatalog site's, where zoids follow creation).
+    Nothing to do in the pgcatalog site."""
+    records = getattr(aq_base(catalog), "_catalog", None)
+    if records is not None:
+        records._v_nextid = 1
+
+
 def _outcomes(catalog) -> dict:
     found = {}
     for name, query in QUERIES.items():
@@ -62,6 +79,7 @@ def _collect(layer) -> dict:
     portal = layer["portal"]
     setRoles(portal, TEST_USER_ID, ["Manager"])
     catalog = portal.portal_catalog
+    _in_creation_order(catalog)
     folder = api.content.create(container=portal, type="Folder", id="f")
     for number in range(8):
         page = api.content.create(
@@ -181,3 +199,95 @@ def test_a_range_index_without_the_rows_made_before_it(searches):
     assert [_WITHOUT % ADDED in s.statement for s in grouped] == [True, True]
     # The premise: the rows made before are found where they stay.
     assert expected["the range first"][1] < expected["the range after another"][1]
+
+
+#: Windows in zoid order of the grouped indexes alone: counted from the
+#: groups, their count chooses how the window is read
+#: (``query.SearchSQL._by_the_count``).
+WINDOWS = {
+    "a type of many, page 1": {"portal_type": "Document", "b_size": 4},
+    "a type of many, page 3": {"portal_type": "Document", "b_size": 4, "b_start": 8},
+    "a state of many": {"review_state": "published", "b_size": 3, "b_start": 2},
+    "a type of few": {"portal_type": "Folder", "b_size": 2, "b_start": 1},
+    "two types of few, page 2": {
+        "portal_type": ["Folder", "News Item"],
+        "b_size": 4,
+        "b_start": 4,
+    },
+}
+
+
+def _windows(catalog, searches, dsn) -> dict:
+    """Each window's length, count and matches; on the pgcatalog side
+    (``dsn``), the branch its statement ran."""
+    found = {}
+    for name, query in WINDOWS.items():
+        del searches[:]
+        brains = catalog.searchResults(**query)
+        found[name] = (
+            len(brains),
+            brains.actual_result_count,
+            sorted(brain.getPath() for brain in brains),
+        )
+        if dsn is not None:
+            [search, *_] = searches
+            found[name] += (_branch_run(dsn, search.statement, search.params),)
+    return found
+
+
+def _walked(layer, searches, dsn=None) -> dict:
+    portal = layer["portal"]
+    setRoles(portal, TEST_USER_ID, ["Manager"])
+    catalog = portal.portal_catalog
+    _in_creation_order(catalog)
+    for number in range(30):
+        page = api.content.create(container=portal, type="Document", id=f"d{number}")
+        if number % 3:
+            api.content.transition(obj=page, transition="publish")
+    for number in range(3):
+        api.content.create(container=portal, type="Folder", id=f"f{number}")
+        api.content.create(container=portal, type="News Item", id=f"n{number}")
+    transaction.commit()
+    if dsn is not None:
+        # The table's rows known (``reltuples``), as on any site autovacuum
+        # has analysed: before, the matches are read whatever their count.
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE pgcatalog_objects")
+    steps = {"made": _windows(catalog, searches, dsn)}
+    for number in range(0, 12, 3):
+        api.content.transition(obj=portal[f"d{number}"], transition="publish")
+    api.content.delete(
+        objects=[portal["d1"], portal["d5"], portal["f1"]], check_linkintegrity=False
+    )
+    transaction.commit()
+    steps["changed"] = _windows(catalog, searches, dsn)
+    return steps
+
+
+def test_windows_walked_or_read_by_their_count_are_zcatalogs(searches):
+    """A window of many matches walks the primary key, one of few reads
+    them by their indexes (on an analysed table): both give ZCatalog's
+    length, count and matches, before and after a change."""
+    expected = collect_in("zcatalog", partial(_walked, searches=searches))
+    got = collect_in(
+        "pg",
+        lambda layer: _walked(layer, searches, dsn=layer["pgcatalog_dsn"]),
+    )
+    branches = {
+        step: {name: outcome[3] for name, outcome in outcomes.items()}
+        for step, outcomes in got.items()
+    }
+    trimmed = {
+        step: {name: outcome[:3] for name, outcome in outcomes.items()}
+        for step, outcomes in got.items()
+    }
+    assert trimmed == expected
+    # The count chose: the windows of many matches walked, those of few
+    # read them, in both steps.
+    walked = {name for name in WINDOWS if "many" in name}
+    for step, chosen in branches.items():
+        assert {name for name, branch in chosen.items() if branch == "walk"} == walked
+        assert set(chosen.values()) == {"walk", "few"}, step
+    # The premise: no window is empty, nor holds every match.
+    for outcomes in expected.values():
+        assert all(0 < length for length, _, _ in outcomes.values())
