@@ -208,6 +208,101 @@ def test_21_to_22_makes_the_indexes_anonymous_counts_use(pg_layer, searches):
             columns.index_columns(conn, "30s")
 
 
+#: The counts' SQL indexes (``columns.COUNTS_INDEXES_DDL``).
+_COUNTS_INDEXES = ["pgcatalog_counts_type", "pgcatalog_counts_state"]
+
+
+def _counts_scans(plan: dict) -> list[str]:
+    """How each scan of the counts in ``plan`` (EXPLAIN's JSON) reads them:
+    the index's name, or "Seq Scan"."""
+    found = []
+    if plan.get("Index Name") in _COUNTS_INDEXES:
+        found.append(plan["Index Name"])
+    elif plan.get("Relation Name") == columns.COUNTS_TABLE:
+        # Not the insert or delete, nor a bitmap's heap (its index says).
+        if plan["Node Type"] in ("Seq Scan", "Tid Scan", "Tid Range Scan"):
+            found.append(plan["Node Type"])
+    for child in plan.get("Plans", []):
+        found += _counts_scans(child)
+    return found
+
+
+def test_the_counts_are_read_and_merged_by_their_indexes(pg_layer, searches):
+    """Among many groups (as on a site of 100,000 rows, 2,389 groups), a
+    type's count and a state's read their groups through the counts'
+    indexes, and a commit's merge finds its groups' rows by the type's."""
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    logout()
+    api.content.find(review_state="published")
+    transaction.abort()
+    login(portal, TEST_USER_NAME)
+    api.content.find(portal_type="Document")
+    transaction.abort()
+    state_count, type_count = (
+        s for s in searches if columns.COUNTS_TABLE in s.statement
+    )
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            f"INSERT INTO pgcatalog_counts ({_GROUP}, n) SELECT 'type-' || g % 40,"
+            " 'state-' || g % 7, g, 1 FROM generate_series(1, 3000) AS g"
+        )
+        conn.execute("ANALYZE pgcatalog_counts")
+        for search in (type_count, state_count):
+            plan = conn.execute(
+                "EXPLAIN (FORMAT JSON) " + search.statement, search.params
+            ).fetchone()[0]
+            assert _counts_scans(plan[0]["Plan"]) == [
+                _COUNTS_INDEXES[search is state_count]
+            ], search.statement
+        # A commit's change of a state, as the trigger sees it (its
+        # transition tables), merged.
+        for table in ("old_rows", "new_rows"):
+            conn.execute(
+                f"CREATE TEMP TABLE {table} AS SELECT * FROM pgcatalog_objects"
+                " WHERE portal_type = 'Document' LIMIT 1"
+            )
+        conn.execute("UPDATE new_rows SET review_state = 'published'")
+        conn.execute("ANALYZE old_rows, new_rows")
+        merge = columns._MERGE.format(rows=columns._CHANGES["UPDATE"])
+        plan = conn.execute("EXPLAIN (FORMAT JSON) " + merge).fetchone()[0]
+        assert set(_counts_scans(plan[0]["Plan"])) == {"pgcatalog_counts_type"}, plan
+        conn.rollback()
+
+
+def test_22_to_23_indexes_the_counts(pg_layer, searches):
+    """A site of profile 22: the counts without their indexes, merged by
+    the trigger function of then.  The step makes the indexes and the
+    function anew; the counts stay the rows'."""
+    portal = _site(pg_layer, count=3)
+    dsn = pg_layer["pgcatalog_dsn"]
+    merged_by_type = columns._SAME_GROUP.split(" AND ", 1)[1]
+    with psycopg.connect(dsn) as conn:
+        for index in _COUNTS_INDEXES:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index)))
+        conn.execute(columns.COUNTS_FUNCTION_DDL.replace(" AND " + merged_by_type, ""))
+    function = (
+        "SELECT prosrc FROM pg_proc WHERE proname = %s",
+        (columns.COUNTS_FUNCTION,),
+    )
+    [(source,)] = _query(dsn, *function)
+    assert merged_by_type not in source
+    _upgrade_from(portal, "22")
+    found = _query(
+        dsn,
+        "SELECT to_regclass(n)::text FROM unnest(%s::text[]) AS n",
+        (_COUNTS_INDEXES,),
+    )
+    assert found == [(index,) for index in _COUNTS_INDEXES]
+    [(source,)] = _query(dsn, *function)
+    assert merged_by_type in source
+    api.content.transition(obj=portal["page-0"], transition="publish")
+    transaction.commit()
+    _in_step(dsn)
+    assert len(api.content.find(portal_type="Document", review_state="published")) == 2
+    assert columns.COUNTS_TABLE in searches[-1].statement
+
+
 def test_the_schema_put_back_makes_counts_a_failed_step_left_out(
     pg_layer, searches, no_group_counts
 ):
