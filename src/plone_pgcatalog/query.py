@@ -453,7 +453,10 @@ class SearchSQL:
         ``(limit + offset) * rows``, the walk; below, the matches are read
         by their conditions' indexes and sorted (``few``), as PostgreSQL
         plans a window of few rows.  Either way the same rows; one plan
-        serves every value (``plan_forced``).
+        serves every value (``plan_forced``).  Where the table's rows are
+        not known (-1 before its first ``ANALYZE``, 0 after a vacuum of it
+        empty), the matches are read, as in ``_by_the_count``: the test
+        took every count for many there, and walked.
 
         The walk's conditions are one ``COALESCE(..., false)`` test, true
         where they all are: no index answers it, and PostgreSQL estimates
@@ -475,10 +478,11 @@ class SearchSQL:
         column, reverse = self.edge
         keys, order = self._sort_key_columns()
         statement = sql.SQL(
-            "WITH counted AS MATERIALIZED (SELECT count(*) AS matches,"
-            " {first}({column}) AS edge, count(*)::float8 * count(*) >= %s"
-            " * (SELECT reltuples FROM pg_class WHERE oid = {table}::regclass)"
-            " AS many FROM {source} WHERE {typed}),"
+            "WITH counted AS MATERIALIZED (SELECT c.matches, c.edge, t.rows > 0"
+            " AND c.matches::float8 * c.matches >= %s * t.rows AS many"
+            " FROM (SELECT count(*) AS matches, {first}({column}) AS edge"
+            " FROM {source} WHERE {typed}) AS c, (SELECT reltuples AS rows"
+            " FROM pg_class WHERE oid = {table}::regclass) AS t),"
             " untyped AS MATERIALIZED"
             " (SELECT zoid, path, {keys} FROM {source} WHERE {untyped})"
             " SELECT zoid, path, (SELECT matches FROM counted)"

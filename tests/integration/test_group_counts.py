@@ -208,6 +208,51 @@ def test_21_to_22_makes_the_indexes_anonymous_counts_use(pg_layer, searches):
             columns.index_columns(conn, "30s")
 
 
+def test_a_sorted_window_reads_its_matches_where_the_rows_are_not_known(
+    pg_layer, searches
+):
+    """A window sorted on a date counted apart (``SearchSQL.
+    _from_the_edge``) walks the date's index from the matches' edge where
+    they are many among the table's rows, as the table's statistics count
+    them; before the table's first ``ANALYZE`` (``reltuples`` -1) its
+    matches are read and sorted, whatever their count, as a window in zoid
+    order's are (the test took every count for many there)."""
+    portal = _site(pg_layer, count=24)
+    dsn = pg_layer["pgcatalog_dsn"]
+    expected = _query(
+        dsn,
+        "SELECT path FROM pgcatalog_objects WHERE portal_type = 'Document'"
+        " ORDER BY modified, zoid LIMIT 6",
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("ANALYZE pgcatalog_objects")
+    try:
+        # Another window each time: not a result the snapshot holds already.
+        for start, rows, branch in ((0, None, "walk"), (3, -1, "few")):
+            if rows is not None:
+                with psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute(
+                        "UPDATE pg_class SET reltuples = %s"
+                        " WHERE oid = 'pgcatalog_objects'::regclass",
+                        (rows,),
+                    )
+            _next_transaction(portal)
+            del searches[:]
+            brains = api.content.find(
+                portal_type="Document", sort_on="modified", b_start=start, b_size=3
+            )
+            window = [path for (path,) in expected[start : start + 3]]
+            assert [brain.getPath() for brain in brains] == window
+            assert brains.actual_result_count == 24
+            [search] = searches
+            assert "AS edge" in search.statement
+            assert _branch_run(dsn, search.statement, search.params) == branch
+            transaction.abort()
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute("ANALYZE pgcatalog_objects")
+
+
 #: The counts' SQL indexes (``columns.COUNTS_INDEXES_DDL``).
 _COUNTS_INDEXES = ["pgcatalog_counts_type", "pgcatalog_counts_state"]
 

@@ -268,10 +268,11 @@ def test_a_window_sorted_first_on_a_date_walks_from_the_edge(
     statement, params = plan.ids_query()
     _where, typed, untyped = _parts(plan, "created")
     assert statement.as_string(None) == (
-        f'WITH counted AS MATERIALIZED (SELECT count(*) AS matches, {first}("created")'
-        " AS edge, count(*)::float8 * count(*) >= %s * (SELECT reltuples FROM"
-        " pg_class WHERE oid = 'pgcatalog_objects'::regclass) AS many"
-        f" FROM pgcatalog_objects WHERE {typed}), untyped AS MATERIALIZED"
+        "WITH counted AS MATERIALIZED (SELECT c.matches, c.edge, t.rows > 0 AND"
+        " c.matches::float8 * c.matches >= %s * t.rows AS many FROM (SELECT"
+        f' count(*) AS matches, {first}("created") AS edge FROM pgcatalog_objects'
+        f" WHERE {typed}) AS c, (SELECT reltuples AS rows FROM pg_class"
+        " WHERE oid = 'pgcatalog_objects'::regclass) AS t), untyped AS MATERIALIZED"
         f' (SELECT zoid, path, "created" AS sort_key_0 FROM pgcatalog_objects'
         f" WHERE {untyped}) SELECT zoid, path, (SELECT matches FROM counted)"
         " + (SELECT count(*) FROM untyped) FROM (SELECT * FROM untyped UNION ALL"
