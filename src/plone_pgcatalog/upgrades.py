@@ -635,7 +635,7 @@ def to_23(setup_tool) -> None:
     trigger function in this code's form, whose merge of a commit's change
     finds its groups' rows by the type's index.  At 100,156 rows (2,389
     groups), a round trip included: a type's count 0.37-0.48 -> 0.19-0.23
-    ms, a state's as Anonymous 0.37-0.54 -> 0.21-0.24, a change of state
+    ms, a state's as Anonymous 0.55-0.63 -> 0.28-0.35, a change of state
     with its merge 1.33-2.06 -> 0.93-1.14 (``benchmarks/README.rst``,
     "Session 33").
 
