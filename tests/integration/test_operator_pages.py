@@ -262,6 +262,8 @@ def test_database_figures(pg_layer):
         " their matches without reading them)",
         "21 -> 22: Counts of what Anonymous sees kept too (an SQL index of the"
         " effective range)",
+        "22 -> 23: The counts per group indexed (a type's count and a commit's"
+        " merge read their groups only)",
     ]
 
 
