@@ -45,6 +45,13 @@ from psycopg.types.json import Jsonb
 import functools
 import re
 
+#: The catalog table's rows as its statistics count them (``t.rows``; -1
+#: before its first ``ANALYZE``), against which a window's count chooses
+#: how the window is read (``SearchSQL._from_the_edge``, ``_by_the_count``).
+_TABLE_ROWS = sql.SQL(
+    "(SELECT reltuples AS rows FROM pg_class WHERE oid = {}::regclass) AS t"
+).format(sql.Literal(TABLE.as_string(None)))
+
 #: From how many rows of the catalog table on a window sorted on indexes
 #: counts its matches apart (``SearchSQL.rows_query``): below, planning the
 #: statement with its conditions twice costs more than the count in the
@@ -481,8 +488,7 @@ class SearchSQL:
             "WITH counted AS MATERIALIZED (SELECT c.matches, c.edge, t.rows > 0"
             " AND c.matches::float8 * c.matches >= %s * t.rows AS many"
             " FROM (SELECT count(*) AS matches, {first}({column}) AS edge"
-            " FROM {source} WHERE {typed}) AS c, (SELECT reltuples AS rows"
-            " FROM pg_class WHERE oid = {table}::regclass) AS t),"
+            " FROM {source} WHERE {typed}) AS c, {table_rows}),"
             " untyped AS MATERIALIZED"
             " (SELECT zoid, path, {keys} FROM {source} WHERE {untyped})"
             " SELECT zoid, path, (SELECT matches FROM counted)"
@@ -498,7 +504,7 @@ class SearchSQL:
         ).format(
             first=sql.SQL("max" if reverse else "min"),
             column=column,
-            table=sql.Literal(TABLE.as_string(None)),
+            table_rows=_TABLE_ROWS,
             source=self.source,
             typed=typed,
             keys=keys,
@@ -542,8 +548,7 @@ class SearchSQL:
         statement = sql.SQL(
             "WITH counted AS MATERIALIZED (SELECT c.matches, t.rows > 0"
             " AND c.matches::float8 * c.matches * {cost} >= %s * t.rows AS many"
-            " FROM (SELECT {count} AS matches OFFSET 0) AS c, (SELECT reltuples"
-            " AS rows FROM pg_class WHERE oid = {table}::regclass) AS t)"
+            " FROM (SELECT {count} AS matches OFFSET 0) AS c, {table_rows})"
             " SELECT zoid, path, (SELECT matches FROM counted) FROM"
             " ((SELECT zoid, path FROM {source} WHERE COALESCE({where}, false)"
             " AND (SELECT many FROM counted) ORDER BY {order_by} LIMIT %s)"
@@ -552,7 +557,7 @@ class SearchSQL:
             " ORDER BY {order_by} LIMIT %s)) AS read ORDER BY {order_by} LIMIT %s"
         ).format(
             cost=sql.Literal(MATCH_ROW_COST),
-            table=sql.Literal(TABLE.as_string(None)),
+            table_rows=_TABLE_ROWS,
             count=self.group_count,
             source=self.source,
             where=self.where,

@@ -214,6 +214,20 @@ WINDOWS = {
         "b_size": 4,
         "b_start": 4,
     },
+    # Sorted on a date and counted apart (``_from_the_edge``): its order
+    # is ZCatalog's too.
+    "sorted, a type of many": {
+        "portal_type": "Document",
+        "sort_on": "modified",
+        "sort_order": "reverse",
+        "b_size": 4,
+        "b_start": 4,
+    },
+    "sorted, a type of few": {
+        "portal_type": "Folder",
+        "sort_on": "modified",
+        "b_size": 2,
+    },
 }
 
 
@@ -224,15 +238,21 @@ def _windows(catalog, searches, dsn) -> dict:
     for name, query in WINDOWS.items():
         del searches[:]
         brains = catalog.searchResults(**query)
+        paths = [brain.getPath() for brain in brains]
         found[name] = (
             len(brains),
             brains.actual_result_count,
-            sorted(brain.getPath() for brain in brains),
+            paths if "sort_on" in query else sorted(paths),
         )
         if dsn is not None:
             [search, *_] = searches
             found[name] += (_branch_run(dsn, search.statement, search.params),)
     return found
+
+
+def _modified(obj, days: int) -> None:
+    obj.setModificationDate(DateTime("2024/01/01 12:00 UTC") + days)
+    obj.reindexObject(idxs=["modified"])
 
 
 def _walked(layer, searches, dsn=None) -> dict:
@@ -247,6 +267,13 @@ def _walked(layer, searches, dsn=None) -> dict:
     for number in range(3):
         api.content.create(container=portal, type="Folder", id=f"f{number}")
         api.content.create(container=portal, type="News Item", id=f"n{number}")
+    # Modified on days in another order than their creation's, one each;
+    # the news items among the pages' days, the folders after them.
+    for number in range(30):
+        _modified(portal[f"d{number}"], number * 7 % 30)
+    for number in range(3):
+        _modified(portal[f"n{number}"], 10 * number + 5.5)
+        _modified(portal[f"f{number}"], 30 + 2 * number % 3)
     transaction.commit()
     if dsn is not None:
         # The table's rows known (``reltuples``), as on any site autovacuum
